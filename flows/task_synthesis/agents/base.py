@@ -1,0 +1,42 @@
+"""The coding-agent interface: source in, skills and candidate task-verifier pairs out."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from flows.task_synthesis.source import SourceSnapshot
+from flows.task_synthesis.task_spec import TaskSpec
+from sandboxes.manifest import SandboxManifest
+from sandboxes.skills import Skill
+
+
+@dataclass
+class SynthesisRequest:
+    manifest: SandboxManifest
+    source: SourceSnapshot
+    app_db: Path | None  # a read-only copy of the app's initial state, for drawing realistic params
+    count: int
+    seed: int
+
+
+@dataclass
+class AgentOutput:
+    skills: list[Skill] = field(default_factory=list)
+    candidates: list[TaskSpec] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # what the agent could not use, and why
+
+
+class CodingAgent(Protocol):
+    name: str
+
+    def synthesize(self, request: SynthesisRequest) -> AgentOutput: ...
+
+
+def get_agent(name: str) -> CodingAgent:
+    if name == "static":
+        from flows.task_synthesis.agents.static import StaticAgent
+
+        return StaticAgent()
+    raise ValueError(f"unknown agent {name!r}; available: static (the LLM agent arrives with issue 7)")

@@ -1,0 +1,388 @@
+"""What the static agent learns from an app's source: tables, routes with their SQL, forms, detail fields.
+
+It reads the ordinary shape of a server-rendered Flask + SQLite app (sandboxes/WRITING_APPS.md):
+`schema.sql`, `@app.route` handlers with literal SQL, and Jinja templates with labelled forms.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from html.parser import HTMLParser
+
+from flows.task_synthesis.source import SourceSnapshot
+
+_JINJA_EXPR = re.compile(r"\{\{.*?\}\}", re.S)
+_JINJA_BLOCK = re.compile(r"\{%.*?%\}", re.S)
+_ROUTE_PARAM = re.compile(r"<(?:[a-z]+:)?(\w+)>")
+
+
+@dataclass
+class Column:
+    name: str
+    type: str
+    not_null: bool
+    has_default: bool
+    references: str | None = None
+
+
+@dataclass
+class Table:
+    name: str
+    columns: dict[str, Column]
+
+    @property
+    def display_column(self) -> str | None:
+        """The column a person would name a row by."""
+        for c in ("name", "title", "label", "subject", "display_name", "full_name", "code", "email", "sku"):
+            if c in self.columns:
+                return c
+        return None
+
+
+@dataclass
+class SqlOp:
+    verb: str  # insert | update | delete | select
+    table: str
+    columns: list[str] = field(default_factory=list)
+    where: str = ""
+
+
+@dataclass
+class Route:
+    path: str  # Flask path, e.g. /addresses/<int:id>/edit
+    methods: list[str]
+    function: str
+    ops: list[SqlOp]
+    templates: list[str]
+
+    @property
+    def pattern(self) -> str:
+        return _ROUTE_PARAM.sub("<>", self.path)
+
+    @property
+    def params(self) -> list[str]:
+        return _ROUTE_PARAM.findall(self.path)
+
+    def writes(self) -> list[SqlOp]:
+        return [op for op in self.ops if op.verb in ("insert", "update", "delete")]
+
+
+@dataclass
+class Field:
+    tag: str  # input | select | textarea
+    name: str
+    type: str
+    id: str | None
+    label: str | None
+    required: bool
+    static_options: list[tuple[str, str]] = field(default_factory=list)  # (value, text) written literally
+    dynamic_options: bool = False  # options rendered by a Jinja loop
+    value_expr: str | None = None
+
+
+@dataclass
+class Form:
+    template: str
+    method: str
+    action: str  # with Jinja expressions replaced by <>
+    action_raw: str
+    label: str  # aria-label
+    role: str | None
+    fields: list[Field]
+    buttons: list[str]
+    endpoint: str | None = None  # the view function named by url_for() in the action
+    mode: str | None = None  # "edit" / "new" when one template serves both through a Jinja conditional
+
+    @property
+    def visible_fields(self) -> list[Field]:
+        return [f for f in self.fields if f.type not in ("hidden", "submit", "button") and f.label]
+
+    @property
+    def has_hidden(self) -> bool:
+        return any(f.type == "hidden" for f in self.fields)
+
+
+@dataclass
+class DetailField:
+    template: str
+    label: str
+    expr: str  # the Jinja expression inside <dd>, e.g. product.brand
+
+
+@dataclass
+class AppModel:
+    tables: dict[str, Table]
+    routes: list[Route]
+    forms: list[Form]
+    details: list[DetailField]
+
+    def route_for_action(self, form: Form) -> Route | None:
+        if form.endpoint:
+            for r in self.routes:
+                if r.function == form.endpoint and form.method.upper() in r.methods:
+                    return r
+            return None
+        want = form.action.split("?")[0].rstrip("/") or "/"
+        for r in self.routes:
+            if r.pattern.rstrip("/") == want.rstrip("/") or (r.pattern == "/" and want == "/"):
+                if form.method.upper() in r.methods:
+                    return r
+        return None
+
+    def pages_rendering(self, template: str, mode: str | None = None) -> list[Route]:
+        pages = [r for r in self.routes if template in r.templates and "GET" in r.methods]
+        if mode == "new":
+            return [r for r in pages if not r.params]
+        if mode == "edit":
+            return [r for r in pages if r.params]
+        return pages
+
+
+def build_app_model(src: SourceSnapshot) -> AppModel:
+    tables = {}
+    for text in src.glob(".sql").values():
+        tables.update(parse_schema(text))
+    routes = []
+    for path, text in src.glob(".py").items():
+        if "route(" in text:
+            routes.extend(parse_routes(text))
+    forms, details = [], []
+    templates = {p: t for p, t in src.files.items() if p.endswith((".html", ".jinja", ".j2"))}
+    expanded = {p.split("/")[-1]: _expand_includes(t, templates) for p, t in templates.items()}
+    for name, text in expanded.items():
+        forms.extend(parse_forms(name, text))
+        details.extend(parse_details(name, text))
+    return AppModel(tables, routes, forms, details)
+
+
+# ---- schema.sql ---------------------------------------------------------------------------------
+_CREATE = re.compile(r"CREATE\s+TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?(\w+)\s*\((.*?)\);", re.S | re.I)
+
+
+def parse_schema(sql: str) -> dict[str, Table]:
+    sql = re.sub(r"--[^\n]*", "", sql)
+    tables = {}
+    for name, body in _CREATE.findall(sql):
+        cols = {}
+        for part in _split_top_level(body):
+            words = part.split()
+            if not words or words[0].upper() in ("PRIMARY", "FOREIGN", "UNIQUE", "CHECK", "CONSTRAINT"):
+                continue
+            ref = re.search(r"REFERENCES\s+(\w+)", part, re.I)
+            upper = part.upper()
+            cols[words[0]] = Column(
+                name=words[0],
+                type=words[1].upper() if len(words) > 1 else "TEXT",
+                not_null="NOT NULL" in upper or "PRIMARY KEY" in upper,
+                has_default="DEFAULT" in upper or "PRIMARY KEY" in upper,
+                references=ref.group(1) if ref else None,
+            )
+        tables[name] = Table(name, cols)
+    return tables
+
+
+def _split_top_level(body: str) -> list[str]:
+    parts, depth, cur = [], 0, []
+    for ch in body:
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        if ch == "," and depth == 0:
+            parts.append("".join(cur).strip())
+            cur = []
+        else:
+            cur.append(ch)
+    parts.append("".join(cur).strip())
+    return parts
+
+
+# ---- routes -------------------------------------------------------------------------------------
+_DECORATOR = re.compile(
+    r"^@\w+\.(route|get|post)\(\s*[\"']([^\"']+)[\"'](?:[^)]*?methods\s*=\s*\[([^\]]*)\])?[^)]*\)\s*\n"
+    r"((?:@[^\n]*\n)*)def\s+(\w+)",
+    re.M,
+)
+_SQL = {
+    "insert": re.compile(r"INSERT\s+(?:OR\s+\w+\s+)?INTO\s+(\w+)\s*\(([^)]*)\)", re.I),
+    "update": re.compile(r"UPDATE\s+(\w+)\s+SET\s+(.*?)(?:\s+WHERE\s+(.*?))?(?:[\"']|$)", re.I | re.S),
+    "delete": re.compile(r"DELETE\s+FROM\s+(\w+)(?:\s+WHERE\s+([^\"']*))?", re.I),
+    "select": re.compile(r"SELECT\s.*?\sFROM\s+(\w+)", re.I | re.S),
+}
+
+
+def parse_routes(py: str) -> list[Route]:
+    matches = list(_DECORATOR.finditer(py))
+    routes = []
+    for i, m in enumerate(matches):
+        kind, path, methods, _, fn = m.groups()
+        end = matches[i + 1].start() if i + 1 < len(matches) else len(py)
+        nxt = re.search(r"^(?:def |@|class )", py[m.end():end], re.M)
+        body = py[m.end(): m.end() + nxt.start()] if nxt else py[m.end():end]
+        if kind == "get":
+            meths = ["GET"]
+        elif kind == "post":
+            meths = ["POST"]
+        else:
+            meths = [x.strip().strip("\"'").upper() for x in methods.split(",")] if methods else ["GET"]
+        routes.append(Route(path, meths, fn, parse_sql_ops(body), re.findall(r"render_template\(\s*[\"']([^\"']+)", body)))
+    return routes
+
+
+def parse_sql_ops(code: str) -> list[SqlOp]:
+    code = re.sub(r"[\"']\s*\n\s*f?[\"']", "", code)  # join implicitly concatenated string literals
+    ops = []
+    for m in _SQL["insert"].finditer(code):
+        ops.append(SqlOp("insert", m.group(1), re.findall(r"[A-Za-z_]\w*", m.group(2))))
+    for m in _SQL["update"].finditer(code):
+        cols = re.findall(r"(\w+)\s*=\s*(?:\?|:\w+)", m.group(2))
+        ops.append(SqlOp("update", m.group(1), cols, (m.group(3) or "").strip()))
+    for m in _SQL["delete"].finditer(code):
+        ops.append(SqlOp("delete", m.group(1), [], (m.group(2) or "").strip()))
+    for m in _SQL["select"].finditer(code):
+        ops.append(SqlOp("select", m.group(1)))
+    return ops
+
+
+# ---- templates ----------------------------------------------------------------------------------
+def _expand_includes(text: str, templates: dict[str, str]) -> str:
+    def sub(m: re.Match) -> str:
+        name = m.group(1)
+        for p, t in templates.items():
+            if p.endswith(name):
+                return t
+        return ""
+
+    return re.sub(r"\{%-?\s*include\s+[\"']([^\"']+)[\"'][^%]*%\}", sub, text)
+
+
+def _neutral(value: str) -> str:
+    return _JINJA_EXPR.sub("<>", value)
+
+
+class _FormParser(HTMLParser):
+    def __init__(self, template: str) -> None:
+        super().__init__(convert_charrefs=True)
+        self.template = template
+        self.forms: list[Form] = []
+        self.labels: dict[str, str] = {}
+        self._form: Form | None = None
+        self._label_for: str | None = None
+        self._label_text: list[str] = []
+        self._select: Field | None = None
+        self._option: tuple[str, list[str]] | None = None
+        self._button: list[str] | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = {k: (v or "") for k, v in attrs}
+        if tag == "form":
+            self._form = Form(
+                self.template, a.get("method", "get").lower(), _neutral(a.get("action", "")), a.get("action", ""),
+                a.get("aria-label", ""), a.get("role"), [], [],
+            )
+        elif tag == "label":
+            self._label_for, self._label_text = a.get("for"), []
+        elif self._form is not None and tag in ("input", "select", "textarea") and a.get("name"):
+            typ = a.get("type", "text").lower() if tag == "input" else tag
+            f = Field(tag, a["name"], typ, a.get("id"), None, "required" in a, value_expr=a.get("value"))
+            if typ in ("submit", "button"):
+                if a.get("value"):
+                    self._form.buttons.append(a["value"])
+                return
+            self._form.fields.append(f)
+            if tag == "select":
+                self._select = f
+        elif tag == "option" and self._select is not None:
+            self._option = (a.get("value", ""), [])
+        elif tag == "button" and self._form is not None and a.get("type", "submit") == "submit":
+            self._button = []
+
+    def handle_data(self, data: str) -> None:
+        if self._label_for is not None:
+            self._label_text.append(data)
+        if self._option is not None:
+            self._option[1].append(data)
+        if self._button is not None:
+            self._button.append(data)
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "label" and self._label_for is not None:
+            self.labels[self._label_for] = " ".join("".join(self._label_text).split())
+            self._label_for = None
+        elif tag == "option" and self._option is not None and self._select is not None:
+            value, text = self._option
+            text = " ".join("".join(text).split())
+            if "<>" in _neutral(value) or "{{" in text:
+                self._select.dynamic_options = True
+            else:
+                self._select.static_options.append((value, text))
+            self._option = None
+        elif tag == "select":
+            self._select = None
+        elif tag == "button" and self._button is not None and self._form is not None:
+            text = " ".join("".join(self._button).split())
+            if text:
+                self._form.buttons.append(text)
+            self._button = None
+        elif tag == "form" and self._form is not None:
+            self.forms.append(self._form)
+            self._form = None
+
+
+_CONDITIONAL = re.compile(r"\{\{\s*(.+?)\s+if\s+.+?\s+else\s+(.+?)\s*\}\}", re.S)
+_LITERAL = re.compile(r"""\s*(['"])(.*)\1\s*""", re.S)
+_URL_FOR = re.compile(r"""url_for\(\s*['"](\w+)['"]""")
+
+
+def _branch(text: str, which: int) -> str:
+    """Resolve `{{ A if cond else B }}` to A (which=1) or B (which=2); string literals lose their quotes."""
+
+    def sub(m: re.Match) -> str:
+        chosen = m.group(which)
+        lit = _LITERAL.fullmatch(chosen)
+        return lit.group(2) if lit else "{{ " + chosen + " }}"
+
+    return _CONDITIONAL.sub(sub, text)
+
+
+def parse_forms(template: str, text: str) -> list[Form]:
+    text = _JINJA_BLOCK.sub("", text)
+    # Jinja inside option text/value stays visible to the parser as "{{ ... }}".
+    parser = _FormParser(template)
+    parser.feed(text)
+    forms = []
+    for form in parser.forms:
+        for f in form.fields:
+            if f.id and f.id in parser.labels:
+                f.label = parser.labels[f.id]
+        texts = [form.action_raw, form.label, *form.buttons]
+        if any(_CONDITIONAL.search(t) for t in texts):
+            for which, mode in ((1, "edit"), (2, "new")):
+                forms.append(_variant(form, which, mode))
+        else:
+            forms.append(_variant(form, 0, None))
+    return forms
+
+
+def _variant(form: Form, which: int, mode: str | None) -> Form:
+    pick = (lambda t: _branch(t, which)) if which else (lambda t: t)
+    action_raw = pick(form.action_raw)
+    endpoint = _URL_FOR.search(action_raw)
+    return Form(
+        form.template, form.method, _neutral(action_raw), action_raw, pick(form.label), form.role,
+        form.fields, [pick(b) for b in form.buttons], endpoint.group(1) if endpoint else None, mode,
+    )
+
+
+_DT_DD = re.compile(r"<dt[^>]*>(.*?)</dt>\s*<dd[^>]*>(.*?)</dd>", re.S | re.I)
+
+
+def parse_details(template: str, text: str) -> list[DetailField]:
+    out = []
+    for dt, dd in _DT_DD.findall(text):
+        label = " ".join(re.sub(r"<[^>]+>", "", dt).split())
+        expr = re.fullmatch(r"\s*\{\{\s*([\w.]+)\s*\}\}\s*", dd)
+        if label and expr:
+            out.append(DetailField(template, label, expr.group(1)))
+    return out

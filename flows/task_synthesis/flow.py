@@ -1,0 +1,58 @@
+"""Prefect wiring for `synthesize-tasks`: one task per sandbox, a summary artifact, a catalog refresh."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from prefect import flow, task
+from prefect.artifacts import create_markdown_artifact
+from prefect.cache_policies import NO_CACHE
+
+from flows.task_synthesis import synthesis
+from lake import Lake
+from sandboxes.manifest import load_manifest
+from sandboxes.registry import select
+
+# Set by the CLI to show a live progress bar; flows run fine without it.
+progress: Any = None
+
+
+@task(name="synthesize-sandbox", cache_policy=NO_CACHE, retries=0)
+def synthesize_sandbox_task(manifest_dir: str, lake_root: str, run_id: str, count: int, seed: int, agent: str) -> dict:
+    summary = synthesis.synthesize_sandbox(
+        load_manifest(manifest_dir), Lake(lake_root), run_id, count=count, seed=seed, agent_name=agent, progress=progress
+    )
+    return summary.to_json()
+
+
+@flow(name="synthesize-tasks", log_prints=True)
+def synthesize_tasks(
+    sandboxes: list[str] | None = None,
+    count: int = 40,
+    seed: int = 0,
+    agent: str = "static",
+    lake_root: str | None = None,
+) -> dict:
+    lake = Lake(lake_root)
+    run_id = f"synth-{uuid.uuid4().hex[:12]}"
+    manifests, problems = select(sandboxes or None)
+    futures = [
+        synthesize_sandbox_task.submit(str(m.folder), str(lake.root), run_id, count, seed, agent) for m in manifests
+    ]
+    summaries = [synthesis.SandboxSummary(**_from_json(f.result())) for f in futures]
+    lake.refresh_catalog()
+    markdown = synthesis.render_summary(summaries, [str(p) for p in problems])
+    create_markdown_artifact(markdown, key="synthesize-tasks-summary", description="verified / rejected per sandbox")
+    return {"run_id": run_id, "lake": str(lake.root), "sandboxes": [s.to_json() for s in summaries],
+            "problems": [str(p) for p in problems], "markdown": markdown}
+
+
+def _from_json(d: dict) -> dict:
+    from collections import Counter
+
+    return {
+        "sandbox": d["sandbox"], "source_commit": d["source_commit"], "candidates": d["candidates"],
+        "already_known": d["already_known"], "verified": d["verified"], "rejected": Counter(d["rejected"]),
+        "families": Counter(d["verified_by_family"]), "error": d["error"], "notes": d["notes"],
+    }

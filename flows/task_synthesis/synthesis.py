@@ -1,0 +1,181 @@
+"""synthesize-tasks as plain library code: read source, run the coding agent, gate every candidate,
+land tasks, skills and validation runs in the lake. The Prefect flow only wires this up."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from flows.task_synthesis.agents.base import SynthesisRequest, get_agent
+from flows.task_synthesis.gate import GateResult, ValidationGate
+from flows.task_synthesis.source import read_source
+from flows.task_synthesis.task_spec import TaskSpec
+from lake import Lake, utcnow
+from sandboxes.app_process import AppProcess, SandboxError
+from sandboxes.manifest import SandboxManifest
+from sandboxes.skills import Skill
+from sandboxes.web import BrowserHost, WebDriver
+
+
+@dataclass
+class SandboxSummary:
+    sandbox: str
+    source_commit: str = ""
+    candidates: int = 0
+    already_known: int = 0
+    verified: int = 0
+    rejected: Counter = field(default_factory=Counter)
+    families: Counter = field(default_factory=Counter)  # verified per family
+    error: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "sandbox": self.sandbox,
+            "source_commit": self.source_commit,
+            "candidates": self.candidates,
+            "already_known": self.already_known,
+            "verified": self.verified,
+            "rejected": dict(self.rejected),
+            "verified_by_family": dict(self.families),
+            "error": self.error,
+            "notes": self.notes,
+        }
+
+
+def known_task_ids(lake: Lake, sandbox: str) -> set[str]:
+    if not lake.files("tasks"):
+        return set()
+    return {r["task_id"] for r in lake.query("SELECT task_id FROM tasks_history WHERE sandbox = ?", [sandbox])}
+
+
+def stored_skills(lake: Lake, sandbox: str) -> dict[str, Skill]:
+    if not lake.files("skills"):
+        return {}
+    rows = lake.query(
+        "SELECT * FROM skills WHERE sandbox = ? QUALIFY row_number() OVER (PARTITION BY name ORDER BY recorded_at DESC) = 1",
+        [sandbox],
+    )
+    return {r["name"]: Skill(r["name"], r["sandbox"], r["kind"], r["description"], json.loads(r["spec_json"])) for r in rows}
+
+
+def synthesize_sandbox(
+    manifest: SandboxManifest,
+    lake: Lake,
+    run_id: str,
+    count: int = 40,
+    seed: int = 0,
+    agent_name: str = "static",
+    progress: Any = None,
+) -> SandboxSummary:
+    """Everything for one sandbox; failures of the sandbox itself end up in the summary, not raised."""
+    summary = SandboxSummary(manifest.name)
+    try:
+        source = read_source(manifest)
+    except Exception as exc:
+        summary.error = f"cannot read the source of {manifest.name}: {exc}"
+        return summary
+    summary.source_commit = source.commit
+    app = AppProcess(manifest)
+    host = BrowserHost()
+    try:
+        app.start()
+        output = get_agent(agent_name).synthesize(
+            SynthesisRequest(manifest, source, app.snapshot_path if app.state_path else None, count, seed)
+        )
+        summary.notes.extend(output.notes)
+        summary.candidates = len(output.candidates)
+        known = known_task_ids(lake, manifest.name)
+        new = [c for c in output.candidates if c.task_id not in known]
+        summary.already_known = summary.candidates - len(new)
+        if not new:
+            return summary
+        skills = stored_skills(lake, manifest.name)
+        fresh_skills = [s for s in output.skills if s.name not in skills or skills[s.name].skill_id != s.skill_id]
+        skills.update({s.name: s for s in output.skills})
+        host.start()
+        driver = WebDriver(app, host)
+        gate = ValidationGate(driver, skills)
+        results: list[tuple[TaskSpec, GateResult]] = []
+        task_bar = progress.add_task(f"{manifest.name}: validating", total=len(new)) if progress else None
+        for spec in new:
+            result = gate.validate(spec)
+            results.append((spec, result))
+            if result.status == "verified":
+                summary.verified += 1
+                summary.families[spec.family] += 1
+            else:
+                summary.rejected[result.reason] += 1
+            if progress:
+                progress.advance(task_bar)
+        driver.close()
+        _land(lake, run_id, manifest.name, agent_name, fresh_skills, results)
+    except SandboxError as exc:
+        summary.error = str(exc)
+    finally:
+        host.close()
+        app.close()
+    return summary
+
+
+def _land(lake: Lake, run_id: str, sandbox: str, agent: str, skills: list[Skill], results: list[tuple[TaskSpec, GateResult]]) -> None:
+    now = utcnow()
+    lake.write(
+        "skills",
+        [
+            {
+                "skill_id": s.skill_id, "sandbox": s.sandbox, "source_commit": None, "name": s.name, "kind": s.kind,
+                "description": s.description, "spec_json": json.dumps(s.spec, sort_keys=True), "agent": agent,
+                "run_id": run_id, "recorded_at": now,
+            }
+            for s in skills
+        ],
+        run_id,
+        sandbox,
+    )
+    lake.write(
+        "tasks", [spec.to_row(r.status, r.reason, r.detail, run_id, now) for spec, r in results], run_id, sandbox
+    )
+    lake.write("validation_runs", validation_rows(results, run_id, sandbox, now), run_id, sandbox)
+
+
+def validation_rows(results: list[tuple[TaskSpec, GateResult]], run_id: str, sandbox: str, now: Any) -> list[dict[str, Any]]:
+    rows = []
+    for spec, r in results:
+        for c in r.checks:
+            rows.append(
+                {
+                    "run_id": run_id, "task_id": spec.task_id, "sandbox": sandbox, "check": c.check, "passed": c.passed,
+                    "expected": c.expected, "verdict_reason": c.verdict_reason,
+                    "evidence_json": json.dumps(c.evidence, default=str, sort_keys=True), "error": c.error,
+                    "duration_s": c.duration_s, "recorded_at": now,
+                }
+            )
+        rows.append(
+            {
+                "run_id": run_id, "task_id": spec.task_id, "sandbox": sandbox, "check": "gate",
+                "passed": r.status == "verified", "expected": True, "verdict_reason": r.reason or "verified",
+                "evidence_json": None, "error": r.detail, "duration_s": sum(c.duration_s for c in r.checks),
+                "recorded_at": now,
+            }
+        )
+    return rows
+
+
+def render_summary(summaries: list[SandboxSummary], problems: list[str]) -> str:
+    """A markdown summary: printed at the end of the run and stored as the Prefect artifact."""
+    lines = ["# synthesize-tasks", "", "| sandbox | candidates | new | verified | rejected (by reason) | verified by family |", "|---|---|---|---|---|---|"]
+    for s in summaries:
+        rejected = ", ".join(f"{k} {v}" for k, v in s.rejected.most_common()) or "-"
+        fams = ", ".join(f"{k} {v}" for k, v in sorted(s.families.items())) or "-"
+        new = s.candidates - s.already_known
+        lines.append(f"| {s.sandbox} | {s.candidates} | {new} | {s.verified} | {rejected} | {fams} |")
+    errors = [f"- {s.sandbox}: {s.error}" for s in summaries if s.error] + [f"- {p}" for p in problems]
+    if errors:
+        lines += ["", "## Problems", *errors]
+    notes = [f"- {n}" for s in summaries for n in s.notes]
+    if notes:
+        lines += ["", "## Agent notes", *notes]
+    return "\n".join(lines)

@@ -1,0 +1,181 @@
+"""The `flywheel` command: run flows, query the lake, re-validate tasks, start a sandbox by hand."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import sys
+from pathlib import Path
+
+QUIET_PREFECT = {
+    "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "90",
+    "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+    "DO_NOT_TRACK": "1",
+    "PREFECT_SERVER_UI_ENABLED": "false",
+    "PREFECT_LOGGING_LEVEL": "WARNING",
+}
+
+
+def _prefect_env() -> None:
+    for k, v in QUIET_PREFECT.items():
+        os.environ.setdefault(k, v)
+    os.environ.setdefault("PREFECT_HOME", str(Path(".prefect").resolve()))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="flywheel",
+        description="An AutoResearch data flywheel for GUI agents: synthesise verified tasks from sandbox "
+        "apps, keep everything in a DuckDB + Parquet lake.",
+    )
+    parser.add_argument("--lake", help="lake root (default: $FLYWHEEL_LAKE or ./lake)")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    run = sub.add_parser("run", help="run a flow").add_subparsers(dest="flow", required=True)
+    syn = run.add_parser(
+        "synthesize-tasks",
+        help="read each sandbox's source, write skills and task-verifier pairs, keep the ones the gate proves",
+        description="For each sandbox: read its source at the pinned commit, let the coding agent write injection "
+        "skills and candidate task-verifier pairs, and replay every candidate through the validation gate in a "
+        "live sandbox. Verified and rejected pairs (with a reason code) land in the lake's `tasks` table.",
+    )
+    syn.add_argument("--sandbox", action="append", dest="sandboxes", metavar="NAME", help="a sandbox name or folder (repeatable; default: all shipped)")
+    syn.add_argument("--count", type=int, default=40, help="candidates per sandbox (default 40)")
+    syn.add_argument("--seed", type=int, default=0, help="seed for parameter draws (default 0)")
+    syn.add_argument("--agent", default="static", choices=["static"], help="coding agent (default: static, offline)")
+
+    lake_p = sub.add_parser("lake", help="query and maintain the lake").add_subparsers(dest="lake_cmd", required=True)
+    sql = lake_p.add_parser("sql", help="run SQL against the catalog's views (read-only)")
+    sql.add_argument("query")
+    sql.add_argument("--format", choices=["table", "csv", "json"], default="table")
+    lake_p.add_parser("refresh", help="rebuild catalog.duckdb from the Parquet files")
+
+    tasks = sub.add_parser("tasks", help="inspect and re-validate tasks").add_subparsers(dest="tasks_cmd", required=True)
+    val = tasks.add_parser("validate", help="re-run the validation gate on one stored task; prints a JSON verdict")
+    val.add_argument("task_id")
+    val.add_argument("--truncate", type=int, default=0, help="drop the last K reference actions and expect the verifier to pass anyway (a verified task then fails)")
+
+    sb = sub.add_parser("sandbox", help="work with sandboxes").add_subparsers(dest="sandbox_cmd", required=True)
+    sb.add_parser("list", help="list the shipped sandboxes")
+    up = sb.add_parser("up", help="start a sandbox app so a person can click through it")
+    up.add_argument("name")
+
+    args = parser.parse_args(argv)
+    if args.lake:
+        os.environ["FLYWHEEL_LAKE"] = args.lake
+    if args.command == "run":
+        return _run_synthesize(args)
+    if args.command == "lake":
+        return _lake(args)
+    if args.command == "tasks":
+        return _validate(args)
+    return _sandbox(args)
+
+
+def _run_synthesize(args: argparse.Namespace) -> int:
+    _prefect_env()
+    from rich.console import Console
+    from rich.markdown import Markdown
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from flows.task_synthesis import flow as synth_flow
+    from lake import Lake
+
+    console = Console()
+    console.print("[bold]synthesize-tasks[/]: starting Prefect (an ephemeral server on first use takes ~10 s)…")
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console) as progress:
+        synth_flow.progress = progress
+        result = synth_flow.synthesize_tasks(sandboxes=args.sandboxes, count=args.count, seed=args.seed, agent=args.agent, lake_root=str(Lake().root))
+        synth_flow.progress = None
+    console.print(Markdown(result["markdown"]))
+    for s in result["sandboxes"]:
+        console.print(f"  {s['sandbox']}: {s['verified']} new verified pairs")
+    console.print(f"\nLake: {result['lake']}. Query the verified pairs with:\n"
+                  "  flywheel lake sql \"SELECT sandbox, family, count(*) AS n FROM tasks WHERE status = 'verified' GROUP BY ALL ORDER BY ALL\"")
+    failed = [s for s in result["sandboxes"] if s["error"]] or result["problems"]
+    return 1 if failed and not any(s["verified"] or s["already_known"] for s in result["sandboxes"]) else 0
+
+
+def _lake(args: argparse.Namespace) -> int:
+    import duckdb
+
+    from lake import Lake
+
+    lake = Lake()
+    if args.lake_cmd == "refresh" or not lake.catalog_path.exists():
+        lake.refresh_catalog()
+        if args.lake_cmd == "refresh":
+            print(f"catalog rebuilt: {lake.catalog_path}")
+            return 0
+    con = duckdb.connect(str(lake.catalog_path), read_only=True)
+    try:
+        cur = con.execute(args.query)
+    except duckdb.Error as exc:
+        print(f"error: {str(exc).splitlines()[0]}\nviews: {', '.join(_views(con))}", file=sys.stderr)
+        return 2
+    if cur.description is None:
+        return 0
+    cols = [d[0] for d in cur.description]
+    rows = cur.fetchall()
+    if args.format == "json":
+        print(json.dumps([dict(zip(cols, r)) for r in rows], default=str, indent=1))
+    elif args.format == "csv":
+        w = csv.writer(sys.stdout)
+        w.writerow(cols)
+        w.writerows(rows)
+    else:
+        _print_table(cols, rows)
+    return 0
+
+
+def _views(con) -> list[str]:
+    return [r[0] for r in con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal ORDER BY 1").fetchall()]
+
+
+def _print_table(cols: list[str], rows: list[tuple]) -> None:
+    cells = [[("" if v is None else str(v)).replace("\n", " ")[:80] for v in r] for r in rows]
+    widths = [max([len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(cols)]
+    print("  ".join(c.ljust(w) for c, w in zip(cols, widths)))
+    print("  ".join("-" * w for w in widths))
+    for r in cells:
+        print("  ".join(v.ljust(w) for v, w in zip(r, widths)))
+    print(f"({len(rows)} row{'s' if len(rows) != 1 else ''})")
+
+
+def _validate(args: argparse.Namespace) -> int:
+    from flows.task_synthesis.revalidate import revalidate
+
+    result = revalidate(args.task_id, truncate=args.truncate)
+    print(json.dumps(result, indent=1, default=str))
+    return 0 if result.get("status") == "verified" else 1
+
+
+def _sandbox(args: argparse.Namespace) -> int:
+    from sandboxes.app_process import AppProcess, SandboxError
+    from sandboxes.registry import select
+
+    chosen, problems = select([args.name] if args.sandbox_cmd == "up" else None)
+    for p in problems:
+        print(f"error: {p}", file=sys.stderr)
+    if args.sandbox_cmd == "list":
+        for m in chosen:
+            print(f"{m.name:12} {m.sandbox.kind:8} {m.sandbox.description}")
+        return 0
+    if not chosen:
+        return 2
+    try:
+        with AppProcess(chosen[0]) as app:
+            print(f"{app.manifest.name} is up at {app.base_url}/  (state: {app.state_path}); Ctrl-C stops it")
+            app.proc.wait()
+    except SandboxError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

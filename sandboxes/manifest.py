@@ -1,0 +1,115 @@
+"""`sandbox.toml`: the manifest that tells flywheel how to start, probe, reset and police an app."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+
+class ManifestError(Exception):
+    """A sandbox.toml that cannot be used; the message names the file, the problem and the fix."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class SandboxInfo(_Strict):
+    name: str
+    kind: Literal["web", "android", "desktop", "cli"]
+    description: str = ""
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str) -> str:
+        if not re.fullmatch(r"[a-z0-9][a-z0-9-]*", v):
+            raise ValueError("must be lowercase letters, digits and dashes")
+        return v
+
+
+class SourceSpec(_Strict):
+    path: str | None = "."
+    git: str | None = None
+    ref: str | None = None
+
+
+class StartSpec(_Strict):
+    command: list[str] = Field(min_length=1)
+    ready_path: str = "/"
+    start_timeout_s: float = 30.0
+    isolation: Literal["process", "container"] = "process"
+
+
+class StateSpec(_Strict):
+    kind: Literal["sqlite", "http_json", "js", "local_storage", "files"]
+    path: str | None = None
+
+
+class ResetSpec(_Strict):
+    strategy: Literal["snapshot", "restart"] = "snapshot"
+
+
+class SensitiveControl(_Strict):
+    kind: Literal["pay", "send", "delete", "submit", "password"]
+    name: str  # a regex over the visible name of the control
+
+    @field_validator("name")
+    @classmethod
+    def _regex(cls, v: str) -> str:
+        re.compile(v)
+        return v
+
+
+class SandboxManifest(_Strict):
+    sandbox: SandboxInfo
+    source: SourceSpec = SourceSpec()
+    start: StartSpec
+    state: StateSpec
+    reset: ResetSpec = ResetSpec()
+    sensitive: list[SensitiveControl] = []
+    # Where the manifest was read from; set by load_manifest, not by the file.
+    folder: Path = Field(default=Path("."), exclude=True)
+
+    @property
+    def name(self) -> str:
+        return self.sandbox.name
+
+    @property
+    def source_dir(self) -> Path:
+        return (self.folder / (self.source.path or ".")).resolve()
+
+    def sensitive_kind(self, control_name: str) -> str | None:
+        """The sensitive kind of a control by its visible name, or None."""
+        for s in self.sensitive:
+            if re.fullmatch(s.name, control_name.strip(), flags=re.IGNORECASE):
+                return s.kind
+        return None
+
+
+def load_manifest(path: str | Path) -> SandboxManifest:
+    path = Path(path)
+    if path.is_dir():
+        path = path / "sandbox.toml"
+    if not path.exists():
+        raise ManifestError(f"{path}: no sandbox.toml here; write one (see sandboxes/sandbox.example.toml)")
+    try:
+        data = tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as exc:
+        raise ManifestError(f"{path}: not valid TOML ({exc}); fix the syntax at that line") from None
+    try:
+        manifest = SandboxManifest.model_validate(data)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors(include_url=False)
+        )
+        raise ManifestError(
+            f"{path}: {problems} — fix these keys (see sandboxes/sandbox.example.toml)"
+        ) from None
+    manifest.folder = path.parent.resolve()
+    if manifest.source.git is None and not manifest.source_dir.exists():
+        raise ManifestError(f"{path}: source.path {manifest.source.path!r} does not exist; point it at the app")
+    return manifest
