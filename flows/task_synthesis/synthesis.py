@@ -147,7 +147,7 @@ def validation_rows(results: list[tuple[TaskSpec, GateResult]], run_id: str, san
         for c in r.checks:
             rows.append(
                 {
-                    "run_id": run_id, "task_id": spec.task_id, "sandbox": sandbox, "check": c.check, "passed": c.passed,
+                    "run_id": run_id, "task_id": spec.task_id, "sandbox": sandbox, "stage": c.check, "passed": c.passed,
                     "expected": c.expected, "verdict_reason": c.verdict_reason,
                     "evidence_json": json.dumps(c.evidence, default=str, sort_keys=True), "error": c.error,
                     "duration_s": c.duration_s, "recorded_at": now,
@@ -155,7 +155,7 @@ def validation_rows(results: list[tuple[TaskSpec, GateResult]], run_id: str, san
             )
         rows.append(
             {
-                "run_id": run_id, "task_id": spec.task_id, "sandbox": sandbox, "check": "gate",
+                "run_id": run_id, "task_id": spec.task_id, "sandbox": sandbox, "stage": "gate",
                 "passed": r.status == "verified", "expected": True, "verdict_reason": r.reason or "verified",
                 "evidence_json": None, "error": r.detail, "duration_s": sum(c.duration_s for c in r.checks),
                 "recorded_at": now,

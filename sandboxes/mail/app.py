@@ -94,6 +94,11 @@ def get_folder(folder_id: int) -> sqlite3.Row:
     return row
 
 
+def textarea(name: str) -> str:
+    """A textarea's value with the browser's CRLF line ends turned into plain newlines."""
+    return request.form.get(name, "").replace("\r\n", "\n").replace("\r", "\n")
+
+
 def split_addresses(value: str) -> list[str]:
     return [a.strip() for a in re.split(r"[,;]", value or "") if a.strip()]
 
@@ -355,7 +360,8 @@ def search():
             (like, like, like),
         ).fetchall()
     folder = db.execute("SELECT * FROM folders WHERE id = ?", (folder_id,)).fetchone() if folder_id else None
-    return render_template("search.html", q=q, folder=folder, messages=attach_labels(rows), pg=pg, contacts=contacts)
+    return render_template("search.html", q=q, folder=folder, messages=attach_labels(rows), pg=pg, contacts=contacts,
+                           show_folder=True)
 
 
 # ---- one message --------------------------------------------------------------------------------
@@ -519,7 +525,7 @@ def compose():
         return compose_page(values, "New message")
     form = request.form
     values = dict(to_email=form.get("to_email", ""), cc_email=form.get("cc_email", ""),
-                  subject=form.get("subject", "").strip(), body=form.get("body", ""),
+                  subject=form.get("subject", "").strip(), body=textarea("body"),
                   in_reply_to=form.get("in_reply_to", ""))
     in_reply_to = form.get("in_reply_to", type=int)
     if in_reply_to and get_db().execute("SELECT 1 FROM messages WHERE id = ?", (in_reply_to,)).fetchone() is None:
@@ -606,7 +612,7 @@ def edit_draft(message_id: int):
         return compose_page(values, "Edit draft", draft=draft)
     form = request.form
     values = dict(to_email=form.get("to_email", ""), cc_email=form.get("cc_email", ""),
-                  subject=form.get("subject", "").strip(), body=form.get("body", ""),
+                  subject=form.get("subject", "").strip(), body=textarea("body"),
                   in_reply_to=draft["in_reply_to"] or "")
     db = get_db()
     if form.get("action") == "draft":
@@ -689,7 +695,7 @@ def show_label(label_id: int):
         f"WHERE message_labels.label_id = ? ORDER BY messages.sent_at DESC, messages.id DESC LIMIT ? OFFSET ?",
         (label_id, pg["per_page"], pg["offset"]),
     ).fetchall()
-    return render_template("label.html", label=label, messages=attach_labels(rows), pg=pg)
+    return render_template("label.html", label=label, messages=attach_labels(rows), pg=pg, show_folder=True)
 
 
 @app.route("/labels/<int:label_id>/edit", methods=["GET", "POST"])
@@ -732,6 +738,7 @@ CONTACT_FIELDS = ("name", "email", "phone", "company", "notes")
 
 def contact_form_values() -> tuple[dict, str | None]:
     values = {f: request.form.get(f, "").strip() for f in CONTACT_FIELDS}
+    values["notes"] = textarea("notes").strip()
     if not values["name"]:
         return values, "Enter a name."
     if not EMAIL_RE.match(values["email"]):
@@ -844,7 +851,7 @@ def account_settings():
 def signature_settings():
     if request.method == "POST":
         db = get_db()
-        db.execute("UPDATE settings SET signature = ? WHERE id = 1", (request.form.get("signature", "").strip(),))
+        db.execute("UPDATE settings SET signature = ? WHERE id = 1", (textarea("signature").strip(),))
         db.commit()
         flash("Signature saved.")
         return redirect(url_for("show_settings"))
@@ -858,7 +865,7 @@ def vacation_settings():
     if request.method == "POST":
         values = dict(enabled=1 if request.form.get("enabled") == "1" else 0,
                       subject=request.form.get("subject", "").strip(),
-                      message=request.form.get("message", "").strip(),
+                      message=textarea("message").strip(),
                       start_date=request.form.get("start_date", "").strip() or None,
                       end_date=request.form.get("end_date", "").strip() or None)
         for key in ("start_date", "end_date"):

@@ -351,6 +351,8 @@ def seed(conn: sqlite3.Connection) -> None:
         c, topic = colleague(), rng.choice(TOPICS)
         dt = when()
         day = dt + timedelta(days=rng.randint(1, 9))
+        if day.weekday() >= 5:  # meetings happen on weekdays
+            day += timedelta(days=7 - day.weekday())
         t = f"{rng.choice([9, 10, 11, 13, 14, 15, 16])}:{rng.choice(['00', '30'])}"
         subject = f"Invitation: {topic[0].upper() + topic[1:]} @ {day.strftime('%a %b %-d')} {t}"
         body = (f"{c['name']} has invited you to an event.\n\n{topic[0].upper() + topic[1:]}\n"

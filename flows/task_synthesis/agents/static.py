@@ -162,7 +162,7 @@ class _Composer:
         if not where or not fills:
             return None
         main = self._main_phrase(form, ctx_table, ctx_row, new=True)
-        details = _join([f"{f.field.label.lower()} {f.spoken}" for f in fills if f.field.type != "checkbox"])
+        details = _join([f"{_spoken_label(f.field.label)} {f.spoken}" for f in fills if f.field.type != "checkbox"])
         ticks = [f"tick {quote(f.field.label)}" for f in fills if f.field.type == "checkbox"]
         instruction = f"{rng.choice(OPENERS)}{main} with {details}{', and ' + _join(ticks) if ticks else ''}."
         reference = [{"action": "goto", "url": url}, *[f.action for f in fills], self._submit(form)]
@@ -211,7 +211,7 @@ class _Composer:
             fills.append(fill)
         phrases = []
         for fill in fills:
-            label = fill.field.label.lower()
+            label = _spoken_label(fill.field.label)
             if fill.field.type == "checkbox":
                 phrases.append(f"{'tick' if fill.stored else 'untick'} {quote(fill.field.label)}")
             else:
@@ -321,7 +321,7 @@ class _Composer:
         if len(parts) < 2:
             return None
         a, b = parts
-        second = b.instruction[0].lower() + b.instruction[1:]
+        second = b.instruction[0].lower() + b.instruction[1:] if not b.instruction.startswith("I ") else b.instruction
         for opener in OPENERS:
             if opener and second.startswith(opener.lower()):
                 second = second[len(opener):]
@@ -334,6 +334,7 @@ class _Composer:
 
     # ---- pieces ---------------------------------------------------------------------------------
     def _spec(self, family: str, url: str, instruction: str, params: dict, seed: int, injection: list, verifier: dict, reference: list) -> TaskSpec:
+        instruction = instruction[:1].upper() + instruction[1:]
         area = url if "/" not in url else (url.strip("/").split("/")[0].split("?")[0] or "home")
         return TaskSpec(
             sandbox=self.sandbox,
@@ -458,7 +459,7 @@ class _Composer:
         for c in table.columns.values():
             if c.name == "id":
                 continue
-            if (c.not_null and not c.has_default) or (c.type == "TEXT" and not c.references):
+            if (c.not_null and not c.has_default) or (c.type == "TEXT" and not c.references) or c.references == "users":
                 cols.append(c.name)
         return cols
 
@@ -530,6 +531,10 @@ def _path_table(path: str, model: AppModel) -> str | None:
 
 def _fill_path(path: str, value: Any) -> str:
     return re.sub(r"<(?:[a-z]+:)?\w+>", str(value), path, count=1)
+
+
+def _spoken_label(label: str) -> str:
+    return re.sub(r"^(your|my)\s+", "", label.lower())
 
 
 def _join(items: list[str]) -> str:

@@ -1,0 +1,47 @@
+"""Shared fixtures. Real components only: a real lake on disk, real app processes, real Chromium."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
+os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+os.environ.setdefault("DO_NOT_TRACK", "1")
+os.environ.setdefault("PREFECT_SERVER_UI_ENABLED", "false")
+os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+
+
+@pytest.fixture
+def lake(tmp_path):
+    from lake import Lake
+
+    return Lake(tmp_path / "lake")
+
+
+@pytest.fixture(scope="session")
+def shop_manifest():
+    from sandboxes.manifest import load_manifest
+
+    return load_manifest(ROOT / "sandboxes" / "shop")
+
+
+@pytest.fixture(scope="session")
+def browser_host():
+    from sandboxes.web import BrowserHost
+
+    host = BrowserHost().start()
+    yield host
+    host.close()
+
+
+@pytest.fixture(scope="module")
+def shop_app(shop_manifest):
+    from sandboxes.app_process import AppProcess
+
+    app = AppProcess(shop_manifest).start()
+    yield app
+    app.close()

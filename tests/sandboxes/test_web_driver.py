@@ -1,0 +1,63 @@
+import pytest
+
+from sandboxes.actions import parse_actions
+from sandboxes.app_process import SandboxError
+from sandboxes.web import BrowserHost, WebDriver
+from verifier_templates.base import Probe
+
+pytestmark = pytest.mark.browser
+
+
+def test_missing_browser_is_one_clear_error(monkeypatch, tmp_path):
+    monkeypatch.setenv("PLAYWRIGHT_BROWSERS_PATH", str(tmp_path))  # no bundled browser here
+    monkeypatch.setattr("sandboxes.web.system_chromium", lambda: None)
+    with pytest.raises(SandboxError, match="no Chromium browser found.*apt-get install -y chromium"):
+        BrowserHost().start()
+
+
+def test_actions_land_through_the_real_ui(shop_app, browser_host):
+    driver = WebDriver(shop_app, browser_host)
+    driver.reset()
+    actions = parse_actions([
+        {"action": "goto", "url": "/addresses/new"},
+        {"action": "type", "target": {"label": "Label", "within": "Add address"}, "text": "Boathouse"},
+        {"action": "type", "target": {"label": "Full name", "within": "Add address"}, "text": "Ana Silva"},
+        {"action": "type", "target": {"label": "Street", "within": "Add address"}, "text": "1 Quay"},
+        {"action": "type", "target": {"label": "City", "within": "Add address"}, "text": "Porto"},
+        {"action": "type", "target": {"label": "Postcode", "within": "Add address"}, "text": "4000"},
+        {"action": "type", "target": {"label": "Country", "within": "Add address"}, "text": "Portugal"},
+        {"action": "left_click", "target": {"role": "button", "name": "Add address", "within": "Add address"}},
+    ])
+    results = [driver.act(a) for a in actions]
+    assert all(r.ok for r in results), [r.error for r in results]
+    click = results[-1]
+    assert click.point is not None and all(0 <= c <= 999 for c in click.point)
+    n = driver.probe(Probe("n", "sql", "SELECT count(*) FROM addresses WHERE label = ?", ("Boathouse",)))
+    assert n == 1
+    obs = driver.observe(screenshot=True)
+    assert obs.screenshot[:8] == b"\x89PNG\r\n\x1a\n" and "Boathouse" in obs.ui_tree
+    driver.reset()  # snapshot restore: the address is gone again
+    assert driver.probe(Probe("n", "sql", "SELECT count(*) FROM addresses WHERE label = ?", ("Boathouse",))) == 0
+    driver.close()
+
+
+def test_a_missing_element_is_a_failed_action_not_a_crash(shop_app, browser_host):
+    driver = WebDriver(shop_app, browser_host)
+    driver.reset()
+    (action,) = parse_actions([{"action": "left_click", "target": {"role": "button", "name": "No such button"}}])
+    result = driver.act(action)
+    assert not result.ok and "left_click" in result.error
+    driver.close()
+
+
+def test_sensitive_controls_are_flagged(shop_app, browser_host):
+    driver = WebDriver(shop_app, browser_host)
+    driver.reset()
+    (go, delete) = parse_actions([
+        {"action": "goto", "url": "/addresses/1/edit"},
+        {"action": "left_click", "target": {"role": "button", "name": "Delete"}},
+    ])
+    assert driver.act(go).ok
+    result = driver.act(delete)
+    assert result.ok and result.sensitive == "delete"
+    driver.close()
