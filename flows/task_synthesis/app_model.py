@@ -144,7 +144,7 @@ def build_app_model(src: SourceSnapshot) -> AppModel:
     for text in src.glob(".sql").values():
         tables.update(parse_schema(text))
     routes = []
-    for path, text in src.glob(".py").items():
+    for text in src.glob(".py").values():
         if "route(" in text:
             routes.extend(parse_routes(text))
     forms, details = [], []

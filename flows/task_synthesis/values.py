@@ -32,10 +32,17 @@ def person(rng: random.Random) -> tuple[str, str]:
     return rng.choice(FIRST), rng.choice(LAST)
 
 
-def value_for(column: str, sql_type: str, input_type: str, rng: random.Random) -> str | int:
-    """A value for a field or column; text stays short and distinctive so a verifier can find it."""
+PERSON_TABLES = ("contacts", "users", "people", "customers", "members", "employees", "authors", "accounts")
+
+
+def value_for(
+    column: str, sql_type: str, input_type: str, rng: random.Random,
+    table: str | None = None, who: tuple[str, str] | None = None,
+) -> str | int:
+    """A value for a field or column; text stays short and distinctive so a verifier can find it.
+    `who` keeps the name, email and phone of one made-up person consistent within a task."""
     c = column.lower()
-    first, last = person(rng)
+    first, last = who or person(rng)
     tag = rng.randint(10, 99)
     if input_type == "email" or "email" in c or c in ("to_addr", "to", "cc", "recipient"):
         return _ascii(f"{first.lower()}.{last.lower().replace(chr(39), '')}{tag}@example.com")
@@ -51,7 +58,7 @@ def value_for(column: str, sql_type: str, input_type: str, rng: random.Random) -
         return f"2026-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}"
     if input_type == "password" or "password" in c:
         return f"Tr0ub4dor-{rng.randint(1000, 9999)}"
-    if c in ("full_name", "display_name", "author_name", "holder_name") or c == "name" and "contact" in c:
+    if c in ("full_name", "display_name", "author_name", "holder_name") or (c == "name" and "contact" in c):
         return f"{first} {last}"
     if c in ("name",):
         return f"{first} {last}"

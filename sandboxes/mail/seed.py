@@ -34,17 +34,8 @@ LABELS = [
 ]
 WORK, PERSONAL, FINANCE, URGENT, FOLLOW_UP, FAMILY, READ_LATER, CLIENTS = range(1, 9)
 
-FIRST = """Aisha Ben Carmen Daniel Elena Farid Grace Hiro Isabel Jonah Keiko Liam Maya Nikhil Olivia Pablo
-Quinn Rosa Samir Tara Umar Vera Wesley Xiomara Yusuf Zoe Amara Bruno Chloe Dmitri Esther Felix Gemma Hassan
-Ines Jamal Kira Lucas Mei Noah Oksana Priya Rafael Sofia Theo Uma Victor Wen Yara Adrian Beatriz Caleb Dana
-Emeka Fiona Gabriel Hana Ivan Julia Kwame Leah Marco Nadia Owen Petra Ravi Sana Tomas Ursula Valentina
-Will Ximena Yosef Zara Andre Bianca Colin Diana Ethan Freya""".split()
-LAST = """Okafor Lindqvist Moreno Park Castillo Haddad Whitfield Tanaka Alvarez Brennan Sato Gallagher Chen Rao
-Bennett Ruiz Ahmed Novak Kowalski Nguyen Fischer Dubois Oyelaran Costa Murphy Petrov Silva Kim Hughes Mendez
-Jensen Kapoor Rossi Schmidt Walsh Yilmaz Abbott Delgado Ferreira Gupta Hartley Ibrahim Johansson Kaur
-Laurent Mitchell Nakamura O'Connor Patel Quintero Reyes Sullivan Thornton Ueda Varga Weber Xu Young Zimmerman
-Adeyemi Barros Carver Donovan Eriksen Flores Greene Holm Iversen Jovanovic Keller Larsen Mensah Nilsen Ortiz
-Price Quinlan Romero Stein Torres""".split()
+FIRST = ["Aisha", "Ben", "Carmen", "Daniel", "Elena", "Farid", "Grace", "Hiro", "Isabel", "Jonah", "Keiko", "Liam", "Maya", "Nikhil", "Olivia", "Pablo", "Quinn", "Rosa", "Samir", "Tara", "Umar", "Vera", "Wesley", "Xiomara", "Yusuf", "Zoe", "Amara", "Bruno", "Chloe", "Dmitri", "Esther", "Felix", "Gemma", "Hassan", "Ines", "Jamal", "Kira", "Lucas", "Mei", "Noah", "Oksana", "Priya", "Rafael", "Sofia", "Theo", "Uma", "Victor", "Wen", "Yara", "Adrian", "Beatriz", "Caleb", "Dana", "Emeka", "Fiona", "Gabriel", "Hana", "Ivan", "Julia", "Kwame", "Leah", "Marco", "Nadia", "Owen", "Petra", "Ravi", "Sana", "Tomas", "Ursula", "Valentina", "Will", "Ximena", "Yosef", "Zara", "Andre", "Bianca", "Colin", "Diana", "Ethan", "Freya"]
+LAST = ["Okafor", "Lindqvist", "Moreno", "Park", "Castillo", "Haddad", "Whitfield", "Tanaka", "Alvarez", "Brennan", "Sato", "Gallagher", "Chen", "Rao", "Bennett", "Ruiz", "Ahmed", "Novak", "Kowalski", "Nguyen", "Fischer", "Dubois", "Oyelaran", "Costa", "Murphy", "Petrov", "Silva", "Kim", "Hughes", "Mendez", "Jensen", "Kapoor", "Rossi", "Schmidt", "Walsh", "Yilmaz", "Abbott", "Delgado", "Ferreira", "Gupta", "Hartley", "Ibrahim", "Johansson", "Kaur", "Laurent", "Mitchell", "Nakamura", "O'Connor", "Patel", "Quintero", "Reyes", "Sullivan", "Thornton", "Ueda", "Varga", "Weber", "Xu", "Young", "Zimmerman", "Adeyemi", "Barros", "Carver", "Donovan", "Eriksen", "Flores", "Greene", "Holm", "Iversen", "Jovanovic", "Keller", "Larsen", "Mensah", "Nilsen", "Ortiz", "Price", "Quinlan", "Romero", "Stein", "Torres"]
 
 COLLEAGUE_CO = ("Brightwave", "brightwave.io")
 COMPANIES = [

@@ -114,7 +114,7 @@ def run(base: str, db_path: Path, screenshot: Path | None, headed: bool) -> None
             "JOIN products p ON p.id = v.product_id WHERE ci.variant_id != ?",
             vid,
         )
-        for cid, name, osize, ocolour in other:
+        for _cid, name, osize, ocolour in other:
             page.get_by_role("form", name=f"Remove {name} ({osize} / {ocolour})").get_by_role(
                 "button", name="Remove"
             ).click()
@@ -287,7 +287,7 @@ def main() -> int:
                 f"app healthy on port {port} after {time.time() - t0:.2f}s (DB created from schema.sql + seed.py)"
             )
             run(base, db_path, args.screenshot, args.headed)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             print(f"FAIL {type(exc).__name__}: {exc}", flush=True)
             return 1
         finally:

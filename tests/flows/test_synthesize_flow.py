@@ -53,7 +53,7 @@ def test_a_broken_manifest_is_reported_and_the_run_goes_on(synthesized):
 
 
 def test_a_second_run_on_the_same_commit_adds_nothing(synthesized):
-    lake_root, first, second = synthesized
+    lake_root, _, second = synthesized
     (shop,) = second["sandboxes"]
     assert shop["already_known"] == shop["candidates"] == 12 and shop["verified"] == 0
     con = duckdb.connect(str(lake_root / "catalog.duckdb"), read_only=True)

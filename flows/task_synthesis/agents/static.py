@@ -17,7 +17,7 @@ from typing import Any
 from flows.task_synthesis.agents.base import AgentOutput, SynthesisRequest
 from flows.task_synthesis.app_model import AppModel, Field, Form, Route, Table, build_app_model
 from flows.task_synthesis.task_spec import SYNTHESISER_VERSION, TaskSpec
-from flows.task_synthesis.values import value_for
+from flows.task_synthesis.values import person, value_for
 from sandboxes.skills import Skill
 
 FAMILIES = ("create", "update", "delete", "retrieve", "search", "multi_step")
@@ -325,7 +325,7 @@ class _Composer:
         for opener in OPENERS:
             if opener and second.startswith(opener.lower()):
                 second = second[len(opener):]
-        instruction = f"{a.instruction.rstrip('.')}, and then {second}"
+        instruction = f"{a.instruction.rstrip('.?')}, and then {second.rstrip('?')}"
         verifier = {"template": "all_of", "params": {"checks": [a.verifier, b.verifier]}}
         params = {"steps": [a.params, b.params]}
         return self._spec(
@@ -335,6 +335,8 @@ class _Composer:
     # ---- pieces ---------------------------------------------------------------------------------
     def _spec(self, family: str, url: str, instruction: str, params: dict, seed: int, injection: list, verifier: dict, reference: list) -> TaskSpec:
         instruction = instruction[:1].upper() + instruction[1:]
+        if instruction.startswith("Could you ") and instruction.endswith("."):
+            instruction = instruction[:-1] + "?"
         area = url if "/" not in url else (url.strip("/").split("/")[0].split("?")[0] or "home")
         return TaskSpec(
             sandbox=self.sandbox,
@@ -416,11 +418,12 @@ class _Composer:
             return _Fill(f, {"action": "select", "target": target, "value": str(row["id"])}, quote(_describe(ref_table, row)), column, row["id"])
         if f.type in TEXTLIKE:
             col = table.columns.get(f.name)
-            value = value_for(f.name, col.type if col else "TEXT", f.type, rng)
+            who = self._who(rng)
+            value = value_for(f.name, col.type if col else "TEXT", f.type, rng, table.name, who)
             for _ in range(5):
                 if str(value) != str(current):
                     break
-                value = value_for(f.name, col.type if col else "TEXT", f.type, rng)
+                value = value_for(f.name, col.type if col else "TEXT", f.type, rng, table.name)
             spoken = str(value) if isinstance(value, int) else quote(value)
             return _Fill(f, {"action": "type", "target": target, "text": str(value)}, spoken, column, value)
         return None
@@ -495,8 +498,15 @@ class _Composer:
                 if sample is not None and isinstance(sample[0], int) and col.type != "TEXT":
                     row[name] = sample[0] if name.startswith(("is_", "has_")) else value_for(name, "INTEGER", "number", rng)
                 else:
-                    row[name] = value_for(name, col.type, "text", rng)
+                    row[name] = value_for(name, col.type, "text", rng, table.name, self._who(rng))
         return row
+
+    def _who(self, rng: random.Random) -> tuple[str, str]:
+        """One made-up person per candidate (keyed by its RNG), so name, email and phone agree."""
+        key = id(rng)
+        if getattr(self, "_who_key", None) != key:
+            self._who_key, self._who_value = key, person(rng)
+        return self._who_value
 
 
 def _describe(table: Table, row: dict[str, Any]) -> str:
