@@ -3,8 +3,9 @@
     .venv/bin/python bench/validation.py [--pairs 40] [--sandbox shop]
 
 (a) fresh: for each pair, start the app (its DB built from schema + seed), launch Chromium, validate,
-    shut both down. (b) pooled: one app process and one Chromium for all pairs, a new browser context
-    per episode, state reset by restoring the SQLite snapshot. Same pairs, same gate, same process.
+    shut both down. (b) pooled: app processes started once, one Chromium for all pairs, a browser context per
+    task, state reset by restoring the SQLite snapshot; with W workers, W app replicas are driven
+    in parallel threads through one shared Chromium. Same pairs, same gate, same process.
 Prints pairs/s for each and the ratio pooled/fresh.
 """
 
@@ -23,6 +24,7 @@ from flows.task_synthesis.agents.static import StaticAgent
 from flows.task_synthesis.gate import ValidationGate
 from flows.task_synthesis.source import read_source
 from sandboxes.app_process import AppProcess
+from sandboxes.pool import SandboxPool
 from sandboxes.registry import select
 from sandboxes.web import BrowserHost, WebDriver
 
@@ -31,6 +33,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--pairs", type=int, default=40)
     ap.add_argument("--sandbox", default="shop")
+    ap.add_argument("--workers", default="1,2", help="pooled worker counts to measure (default 1,2)")
     args = ap.parse_args()
     (manifest,), _ = select([args.sandbox])
 
@@ -39,14 +42,11 @@ def main() -> None:
     pairs, skills = out.candidates[: args.pairs], {s.name: s for s in out.skills}
     print(f"{len(pairs)} candidate pairs from {manifest.name} ({Counter(p.family for p in pairs)})")
 
-    t0 = time.perf_counter()
-    pooled = []
-    with AppProcess(manifest) as app, BrowserHost() as host:
-        driver = WebDriver(app, host)
-        gate = ValidationGate(driver, skills)
-        pooled = [gate.validate(p).status for p in pairs]
-        driver.close()
-    pooled_s = time.perf_counter() - t0
+    pooled = {}
+    for w in [int(x) for x in args.workers.split(",")]:
+        t0 = time.perf_counter()
+        statuses = SandboxPool(manifest, workers=w).map(lambda d, p: ValidationGate(d, skills).validate(p).status, pairs)
+        pooled[w] = (time.perf_counter() - t0, statuses)
 
     t0 = time.perf_counter()
     fresh = []
@@ -57,10 +57,13 @@ def main() -> None:
             driver.close()
     fresh_s = time.perf_counter() - t0
 
-    agree = sum(a == b for a, b in zip(pooled, fresh))
-    print(f"fresh : {len(pairs) / fresh_s:6.2f} pairs/s  ({fresh_s:6.1f} s, verified {fresh.count('verified')})")
-    print(f"pooled: {len(pairs) / pooled_s:6.2f} pairs/s  ({pooled_s:6.1f} s, verified {pooled.count('verified')})")
-    print(f"ratio pooled/fresh: {fresh_s / pooled_s:.2f}x   verdicts agree on {agree}/{len(pairs)} pairs")
+    print(f"fresh            : {len(pairs) / fresh_s:6.2f} pairs/s  ({fresh_s:6.1f} s, verified {fresh.count('verified')})")
+    for w, (secs, statuses) in pooled.items():
+        agree = sum(a == b for a, b in zip(statuses, fresh))
+        print(
+            f"pooled, {w} worker{'s' if w > 1 else ' '}: {len(pairs) / secs:6.2f} pairs/s  ({secs:6.1f} s, verified "
+            f"{statuses.count('verified')})  ratio vs fresh {fresh_s / secs:5.2f}x  verdicts agree {agree}/{len(pairs)}"
+        )
 
 
 if __name__ == "__main__":

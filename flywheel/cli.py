@@ -45,6 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     syn.add_argument("--count", type=int, default=40, help="candidates per sandbox (default 40)")
     syn.add_argument("--seed", type=int, default=0, help="seed for parameter draws (default 0)")
     syn.add_argument("--agent", default="static", choices=["static"], help="coding agent (default: static, offline)")
+    syn.add_argument("--workers", type=int, default=1, help="app replicas validating in parallel per sandbox, sharing one Chromium (default 1; more helps on machines with more than 2 cores)")
 
     lake_p = sub.add_parser("lake", help="query and maintain the lake").add_subparsers(dest="lake_cmd", required=True)
     sql = lake_p.add_parser("sql", help="run SQL against the catalog's views (read-only)")
@@ -87,7 +88,7 @@ def _run_synthesize(args: argparse.Namespace) -> int:
     console.print("[bold]synthesize-tasks[/]: starting Prefect (an ephemeral server on first use takes ~10 s)…")
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console) as progress:
         synth_flow.progress = progress
-        result = synth_flow.synthesize_tasks(sandboxes=args.sandboxes, count=args.count, seed=args.seed, agent=args.agent, lake_root=str(Lake().root))
+        result = synth_flow.synthesize_tasks(sandboxes=args.sandboxes, count=args.count, seed=args.seed, agent=args.agent, lake_root=str(Lake().root), workers=args.workers)
         synth_flow.progress = None
     console.print(Markdown(result["markdown"]))
     for s in result["sandboxes"]:

@@ -19,9 +19,12 @@ progress: Any = None
 
 
 @task(name="synthesize-sandbox", cache_policy=NO_CACHE, retries=0)
-def synthesize_sandbox_task(manifest_dir: str, lake_root: str, run_id: str, count: int, seed: int, agent: str) -> dict:
+def synthesize_sandbox_task(
+    manifest_dir: str, lake_root: str, run_id: str, count: int, seed: int, agent: str, workers: int
+) -> dict:
     summary = synthesis.synthesize_sandbox(
-        load_manifest(manifest_dir), Lake(lake_root), run_id, count=count, seed=seed, agent_name=agent, progress=progress
+        load_manifest(manifest_dir), Lake(lake_root), run_id, count=count, seed=seed, agent_name=agent,
+        progress=progress, workers=workers,
     )
     return summary.to_json()
 
@@ -33,12 +36,14 @@ def synthesize_tasks(
     seed: int = 0,
     agent: str = "static",
     lake_root: str | None = None,
+    workers: int = 1,
 ) -> dict:
     lake = Lake(lake_root)
     run_id = f"synth-{uuid.uuid4().hex[:12]}"
     manifests, problems = select(sandboxes or None)
     futures = [
-        synthesize_sandbox_task.submit(str(m.folder), str(lake.root), run_id, count, seed, agent) for m in manifests
+        synthesize_sandbox_task.submit(str(m.folder), str(lake.root), run_id, count, seed, agent, workers)
+        for m in manifests
     ]
     summaries = [synthesis.SandboxSummary(**_from_json(f.result())) for f in futures]
     lake.refresh_catalog()

@@ -137,7 +137,7 @@ class ValidationGate:
     def _episode(self, spec: TaskSpec, probes, actions, checks: list[Check], label: str, allow_action_errors: bool = False):
         start = time.monotonic()
         try:
-            self.driver.reset()
+            self.driver.reset(new_context=label == "reference")  # one browser context per task
         except SandboxError as exc:
             raise _Rejected("sandbox_error", str(exc)) from None
         for inj in spec.injection:

@@ -15,8 +15,8 @@ from flows.task_synthesis.task_spec import TaskSpec
 from lake import Lake, utcnow
 from sandboxes.app_process import AppProcess, SandboxError
 from sandboxes.manifest import SandboxManifest
+from sandboxes.pool import SandboxPool
 from sandboxes.skills import Skill
-from sandboxes.web import BrowserHost, WebDriver
 
 
 @dataclass
@@ -69,8 +69,10 @@ def synthesize_sandbox(
     seed: int = 0,
     agent_name: str = "static",
     progress: Any = None,
+    workers: int = 1,
 ) -> SandboxSummary:
-    """Everything for one sandbox; failures of the sandbox itself end up in the summary, not raised."""
+    """Everything for one sandbox; failures of the sandbox itself end up in the summary, not raised.
+    With workers > 1 the gate runs on that many replicas of the app, sharing one Chromium."""
     summary = SandboxSummary(manifest.name)
     try:
         source = read_source(manifest)
@@ -79,7 +81,6 @@ def synthesize_sandbox(
         return summary
     summary.source_commit = source.commit
     app = AppProcess(manifest)
-    host = BrowserHost()
     try:
         app.start()
         output = get_agent(agent_name).synthesize(
@@ -95,27 +96,24 @@ def synthesize_sandbox(
         skills = stored_skills(lake, manifest.name)
         fresh_skills = [s for s in output.skills if s.name not in skills or skills[s.name].skill_id != s.skill_id]
         skills.update({s.name: s for s in output.skills})
-        host.start()
-        driver = WebDriver(app, host)
-        gate = ValidationGate(driver, skills)
-        results: list[tuple[TaskSpec, GateResult]] = []
+        app.close()  # the agent is done reading the initial state; the pool starts its own replicas
         task_bar = progress.add_task(f"{manifest.name}: validating", total=len(new)) if progress else None
-        for spec in new:
-            result = gate.validate(spec)
-            results.append((spec, result))
+        gated = SandboxPool(manifest, workers).map(
+            lambda driver, spec: ValidationGate(driver, skills).validate(spec),
+            new,
+            on_result=(lambda _spec, _result: progress.advance(task_bar)) if progress else None,
+        )
+        results: list[tuple[TaskSpec, GateResult]] = list(zip(new, gated))
+        for spec, result in results:
             if result.status == "verified":
                 summary.verified += 1
                 summary.families[spec.family] += 1
             else:
                 summary.rejected[result.reason] += 1
-            if progress:
-                progress.advance(task_bar)
-        driver.close()
         _land(lake, run_id, manifest.name, agent_name, fresh_skills, results)
     except SandboxError as exc:
         summary.error = str(exc)
     finally:
-        host.close()
         app.close()
     return summary
 

@@ -533,7 +533,7 @@ def compose():
     me = get_settings()
     db = get_db()
     if form.get("action") == "draft":
-        cur = db.execute(
+        db.execute(
             "INSERT INTO messages (folder_id, from_name, from_email, to_email, cc_email, subject, body, sent_at, "
             "is_read, in_reply_to) VALUES (3, ?, ?, ?, ?, ?, ?, ?, 1, ?)",
             (me["display_name"], me["email"], clean_addresses(values["to_email"]), clean_addresses(values["cc_email"]),

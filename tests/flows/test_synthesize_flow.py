@@ -1,6 +1,9 @@
 """synthesize-tasks end to end: a real Prefect flow, a live shop, a lake on disk, the CLI on top."""
 
 import json
+import subprocess
+import sys
+from pathlib import Path
 
 import duckdb
 import pytest
@@ -60,19 +63,28 @@ def test_a_second_run_on_the_same_commit_adds_nothing(synthesized):
     assert con.execute("SELECT count(*) FROM tasks_history").fetchone()[0] == 12
 
 
-def test_cli_sql_and_revalidation(synthesized, capsys):
-    from flywheel.cli import main
+def flywheel(*args):
+    """The installed console command, in its own process, as a user runs it."""
+    exe = Path(sys.executable).with_name("flywheel")
+    return subprocess.run([str(exe), *args], capture_output=True, text=True, timeout=300)
 
+
+def test_cli_sql_and_revalidation(synthesized):
     lake_root, _, _ = synthesized
-    assert main(["--lake", str(lake_root), "lake", "sql", "SELECT task_id FROM tasks WHERE status = 'verified' AND family = 'create' ORDER BY 1 LIMIT 1", "--format", "json"]) == 0
-    task_id = json.loads(capsys.readouterr().out)[0]["task_id"]
+    lake = ["--lake", str(lake_root)]
+    out = flywheel(*lake, "lake", "sql", "SELECT task_id FROM tasks WHERE status = 'verified' AND family = 'create' ORDER BY 1 LIMIT 1", "--format", "json")
+    assert out.returncode == 0, out.stderr
+    task_id = json.loads(out.stdout)[0]["task_id"]
 
-    assert main(["--lake", str(lake_root), "tasks", "validate", task_id]) == 0
-    assert json.loads(capsys.readouterr().out)["status"] == "verified"
+    out = flywheel(*lake, "tasks", "validate", task_id)
+    assert out.returncode == 0 and json.loads(out.stdout)["status"] == "verified", out.stdout + out.stderr
 
-    assert main(["--lake", str(lake_root), "tasks", "validate", task_id, "--truncate", "1"]) == 1
-    verdict = json.loads(capsys.readouterr().out)
-    assert verdict["status"] == "rejected" and verdict["reason"] == "fails_after_reference"
+    out = flywheel(*lake, "tasks", "validate", task_id, "--truncate", "1")
+    verdict = json.loads(out.stdout)
+    assert out.returncode == 1 and verdict["status"] == "rejected" and verdict["reason"] == "fails_after_reference"
 
-    assert main(["--lake", str(lake_root), "lake", "sql", "SELECT family, count(*) n FROM tasks GROUP BY 1", "--format", "csv"]) == 0
-    assert capsys.readouterr().out.startswith("family,n")
+    out = flywheel(*lake, "lake", "sql", "SELECT family, count(*) n FROM tasks GROUP BY 1", "--format", "csv")
+    assert out.returncode == 0 and out.stdout.startswith("family,n")
+
+    out = flywheel(*lake, "lake", "sql", "SELECT nope FROM tasks")
+    assert out.returncode == 2 and "views:" in out.stderr and "tasks" in out.stderr

@@ -1,3 +1,6 @@
+import re
+import threading
+
 import pytest
 
 from sandboxes.actions import parse_actions
@@ -11,8 +14,19 @@ pytestmark = pytest.mark.browser
 def test_missing_browser_is_one_clear_error(monkeypatch, tmp_path):
     monkeypatch.setenv("PLAYWRIGHT_BROWSERS_PATH", str(tmp_path))  # no bundled browser here
     monkeypatch.setattr("sandboxes.web.system_chromium", lambda: None)
-    with pytest.raises(SandboxError, match="no Chromium browser found.*apt-get install -y chromium"):
-        BrowserHost().start()
+    errors = []
+
+    def start():  # its own thread: Playwright's sync API allows one instance per thread
+        try:
+            BrowserHost().start()
+        except SandboxError as exc:
+            errors.append(str(exc))
+
+    thread = threading.Thread(target=start)
+    thread.start()
+    thread.join()
+    assert len(errors) == 1
+    assert re.search(r"no Chromium browser found.*apt-get install -y chromium", errors[0])
 
 
 def test_actions_land_through_the_real_ui(shop_app, browser_host):

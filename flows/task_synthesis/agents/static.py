@@ -109,14 +109,23 @@ class _Composer:
         self.commit = request.source.commit
         self.skills: dict[str, Skill] = {}
         self.notes: list[str] = []
+        self._who_value: tuple[str, str] = ("Ana", "Silva")
 
     # ---- recipes --------------------------------------------------------------------------------
     def recipes(self) -> dict[str, list[Recipe]]:
         out: dict[str, list[Recipe]] = {f: [] for f in FAMILIES}
+
+        def add(family: str, fn: Callable[[random.Random, int], TaskSpec | None]) -> None:
+            def recipe(rng: random.Random, seed: int) -> TaskSpec | None:
+                self._who_value = person(random.Random(seed))  # one made-up person per candidate
+                return fn(rng, seed)
+
+            out[family].append(recipe)
+
         for form in self.model.forms:
             if form.method == "get":
                 if any(f.name == "q" for f in form.fields):
-                    out["search"].append(lambda rng, s, form=form: self.search(form, rng, s))
+                    add("search", lambda rng, s, form=form: self.search(form, rng, s))
                 continue
             route = self.model.route_for_action(form)
             if route is None or not route.writes():
@@ -124,14 +133,12 @@ class _Composer:
             op = route.writes()[0]
             if op.table not in self.model.tables:
                 continue
-            if op.verb == "insert":
-                out["create"].append(lambda rng, s, f=form, r=route: self.create(f, r, rng, s))
-            elif op.verb == "update":
-                out["update"].append(lambda rng, s, f=form, r=route: self.update(f, r, rng, s))
-            elif op.verb == "delete":
-                out["delete"].append(lambda rng, s, f=form, r=route: self.delete(f, r, rng, s))
+            if op.verb in ("insert", "update", "delete"):
+                method = {"insert": self.create, "update": self.update, "delete": self.delete}[op.verb]
+                family = {"insert": "create", "update": "update", "delete": "delete"}[op.verb]
+                add(family, lambda rng, s, f=form, r=route, m=method: m(f, r, rng, s))
         for detail in self.model.details:
-            out["retrieve"].append(lambda rng, s, d=detail: self.retrieve(d, rng, s))
+            add("retrieve", lambda rng, s, d=detail: self.retrieve(d, rng, s))
         singles = out["create"] + out["update"]
         if len(singles) >= 2:
             out["multi_step"].append(lambda rng, s: self.multi_step(singles, rng, s))
@@ -325,7 +332,7 @@ class _Composer:
         for opener in OPENERS:
             if opener and second.startswith(opener.lower()):
                 second = second[len(opener):]
-        instruction = f"{a.instruction.rstrip('.?')}, and then {second.rstrip('?')}"
+        instruction = f"{a.instruction.rstrip('.?')}, and then {second.rstrip('.?')}."
         verifier = {"template": "all_of", "params": {"checks": [a.verifier, b.verifier]}}
         params = {"steps": [a.params, b.params]}
         return self._spec(
@@ -502,10 +509,7 @@ class _Composer:
         return row
 
     def _who(self, rng: random.Random) -> tuple[str, str]:
-        """One made-up person per candidate (keyed by its RNG), so name, email and phone agree."""
-        key = id(rng)
-        if getattr(self, "_who_key", None) != key:
-            self._who_key, self._who_value = key, person(rng)
+        """The made-up person of the current candidate, so its name, email and phone agree."""
         return self._who_value
 
 

@@ -1,0 +1,76 @@
+"""A pool of live replicas of one sandbox: each worker thread owns an app process (its own state)
+and a browser connection; all of them share one Chromium when there is more than one worker."""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Callable, Iterable
+from typing import TypeVar
+
+from sandboxes.app_process import AppProcess, SandboxError
+from sandboxes.manifest import SandboxManifest
+from sandboxes.web import BrowserHost, SharedBrowser, WebDriver
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+class SandboxPool:
+    def __init__(self, manifest: SandboxManifest, workers: int = 1, share_browser: bool = True) -> None:
+        if workers < 1:
+            raise ValueError("a pool needs at least one worker")
+        self.manifest = manifest
+        self.workers = workers
+        self.share_browser = share_browser
+
+    def map(
+        self, fn: Callable[[WebDriver, T], R], items: Iterable[T], on_result: Callable[[T, R], None] | None = None
+    ) -> list[R]:
+        """fn(driver, item) for every item, spread over the workers; results in input order.
+        A sandbox that cannot start raises SandboxError after the other workers stop."""
+        items = list(items)
+        results: list[R | None] = [None] * len(items)
+        todo: queue.Queue[int] = queue.Queue()
+        for i in range(len(items)):
+            todo.put(i)
+        errors: list[SandboxError] = []  # list.append is atomic; workers stop at the first error
+        lock = threading.Lock()
+        shared = SharedBrowser().start() if self.share_browser and self.workers > 1 and len(items) > 1 else None
+
+        def worker() -> None:
+            app, host = AppProcess(self.manifest), BrowserHost(endpoint=shared.endpoint if shared else None)
+            try:
+                app.start()
+                host.start()
+                driver = WebDriver(app, host)
+                while not errors:
+                    try:
+                        i = todo.get_nowait()
+                    except queue.Empty:
+                        break
+                    results[i] = fn(driver, items[i])
+                    if on_result:
+                        with lock:
+                            on_result(items[i], results[i])
+                driver.close()
+            except SandboxError as exc:
+                errors.append(exc)
+            except Exception as exc:  # a bug in fn must not leave silent holes in the results
+                errors.append(SandboxError(f"{self.manifest.name}: worker failed: {type(exc).__name__}: {exc}"))
+            finally:
+                host.close()
+                app.close()
+
+        try:
+            threads = [threading.Thread(target=worker, daemon=True) for _ in range(min(self.workers, max(1, len(items))))]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+        finally:
+            if shared:
+                shared.close()
+        if errors:
+            raise errors[0]
+        return results  # type: ignore[return-value]
