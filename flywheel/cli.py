@@ -84,7 +84,7 @@ def _run_synthesize(args: argparse.Namespace) -> int:
     from flows.task_synthesis import flow as synth_flow
     from lake import Lake
 
-    console = Console()
+    console = Console(width=None if sys.stdout.isatty() else 140)
     console.print("[bold]synthesize-tasks[/]: starting Prefect (an ephemeral server on first use takes ~10 s)…")
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console) as progress:
         synth_flow.progress = progress

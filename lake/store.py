@@ -22,7 +22,7 @@ _SAFE = re.compile(r"[^A-Za-z0-9_.=-]+")
 
 
 def utcnow() -> dt.datetime:
-    return dt.datetime.now(dt.timezone.utc)
+    return dt.datetime.now(dt.UTC)
 
 
 def default_root() -> Path:

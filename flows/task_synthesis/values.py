@@ -58,10 +58,12 @@ def value_for(
         return f"2026-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}"
     if input_type == "password" or "password" in c:
         return f"Tr0ub4dor-{rng.randint(1000, 9999)}"
-    if c in ("full_name", "display_name", "author_name", "holder_name") or (c == "name" and "contact" in c):
+    if c in ("full_name", "display_name", "author_name", "holder_name", "from_name", "ship_name"):
         return f"{first} {last}"
-    if c in ("name",):
-        return f"{first} {last}"
+    if c == "name":
+        if table is None or table in PERSON_TABLES:
+            return f"{first} {last}"
+        return f"{rng.choice(WORDS).capitalize()} {rng.choice(WORDS)} {tag}"
     if c in ("first_name",):
         return first
     if c in ("last_name",):
