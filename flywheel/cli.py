@@ -47,6 +47,30 @@ def main(argv: list[str] | None = None) -> int:
     syn.add_argument("--agent", default="static", choices=["static"], help="coding agent (default: static, offline)")
     syn.add_argument("--workers", type=int, default=1, help="app replicas validating in parallel per sandbox, sharing one Chromium (default 1; more helps on machines with more than 2 cores)")
 
+    ro = run.add_parser(
+        "rollout",
+        help="run a policy on verified tasks in live sandboxes; trajectories and steps land in the lake",
+        description="Drive a policy on verified tasks through the real drivers. Every turn is a step row with its "
+        "screenshot as a blob; an app that dies mid-episode ends it as env_error and is restarted.",
+    )
+    ro.add_argument("--policy", required=True, choices=["replay", "scripted-noisy"],
+                    help="replay: the reference solution; scripted-noisy: a simulator of an imperfect agent")
+    ro.add_argument("--sandbox", action="append", dest="sandboxes", metavar="NAME")
+    ro.add_argument("--tasks", nargs="+", metavar="TASK_ID", help="only these tasks")
+    ro.add_argument("--episodes", type=int, default=1, help="episodes per task (default 1)")
+    ro.add_argument("--workers", type=int, default=1)
+    ro.add_argument("--noise", help="scripted-noisy fault rates, e.g. loop=0.2,bad_args=0.1,premature=0.1")
+    run.add_parser("judge", help="give every new trajectory a verdict (pass | failed | env_error), votes kept")
+    cyc = run.add_parser("cycle", help="synthesize -> rollout -> judge -> curriculum, with an iteration report")
+    cyc.add_argument("--policy", default="scripted-noisy", choices=["replay", "scripted-noisy"])
+    cyc.add_argument("--sandbox", action="append", dest="sandboxes", metavar="NAME")
+    cyc.add_argument("--count", type=int, default=40)
+    cyc.add_argument("--episodes", type=int, default=1)
+
+    cur = sub.add_parser("curriculum", help="curriculum pools").add_subparsers(dest="cur_cmd", required=True)
+    show = cur.add_parser("show", help="tasks per pool (active | monitoring | mastered) per policy, sandbox, family")
+    show.add_argument("--policy")
+
     lake_p = sub.add_parser("lake", help="query and maintain the lake").add_subparsers(dest="lake_cmd", required=True)
     sql = lake_p.add_parser("sql", help="run SQL against the catalog's views (read-only)")
     sql.add_argument("query")
@@ -67,7 +91,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.lake:
         os.environ["FLYWHEEL_LAKE"] = args.lake
     if args.command == "run":
-        return _run_synthesize(args)
+        return _run_synthesize(args) if args.flow == "synthesize-tasks" else _run_other(args)
+    if args.command == "curriculum":
+        return _curriculum(args)
     if args.command == "lake":
         return _lake(args)
     if args.command == "tasks":
@@ -97,6 +123,53 @@ def _run_synthesize(args: argparse.Namespace) -> int:
                   "  flywheel lake sql \"SELECT sandbox, family, count(*) AS n FROM tasks WHERE status = 'verified' GROUP BY ALL ORDER BY ALL\"")
     failed = [s for s in result["sandboxes"] if s["error"]] or result["problems"]
     return 1 if failed and not any(s["verified"] or s["already_known"] for s in result["sandboxes"]) else 0
+
+
+def _run_other(args: argparse.Namespace) -> int:
+    _prefect_env()
+    from rich.console import Console
+    from rich.markdown import Markdown
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from lake import Lake
+
+    console = Console(width=None if sys.stdout.isatty() else 140)
+    root = str(Lake().root)
+    console.print(f"[bold]{args.flow}[/]: starting Prefect…")
+    if args.flow == "rollout":
+        from flows.rollout import flow as rollout_flow
+
+        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console) as progress:
+            rollout_flow.progress = progress
+            result = rollout_flow.rollout(policy=args.policy, sandboxes=args.sandboxes, tasks=args.tasks,
+                                          episodes=args.episodes, workers=args.workers, noise=args.noise, lake_root=root)
+            rollout_flow.progress = None
+        console.print(Markdown(result["markdown"]))
+        console.print(f"Next: flywheel run judge   (lake: {root})")
+        return 0 if result["episodes"] else 1
+    if args.flow == "judge":
+        from flows.judging.flow import judge
+
+        console.print(Markdown(judge(lake_root=root)["markdown"]))
+        return 0
+    from flows.cycle.flow import cycle
+
+    result = cycle(policy=args.policy, sandboxes=args.sandboxes, count=args.count, episodes=args.episodes, lake_root=root)
+    console.print(Markdown(result["markdown"]))
+    console.print(f"Report: {result['report']}")
+    return 0
+
+
+def _curriculum(args: argparse.Namespace) -> int:
+    from flows.curriculum.curriculum import pool_report
+    from lake import Lake
+
+    rows = pool_report(Lake(), args.policy)
+    if not rows:
+        print("no pools yet: run `flywheel run cycle` (or rollout, judge) first")
+        return 1
+    _print_table(list(rows[0]), [tuple(r.values()) for r in rows])
+    return 0
 
 
 def _lake(args: argparse.Namespace) -> int:

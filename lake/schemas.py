@@ -61,6 +61,81 @@ TABLES: dict[str, pa.Schema] = {
             ("recorded_at", TS),
         ]
     ),
+    # One row per episode of a policy on a task, whatever produced it.
+    "trajectories": pa.schema(
+        [
+            ("trajectory_id", pa.string()),
+            ("task_id", pa.string()),
+            ("task_version", pa.int32()),
+            ("sandbox", pa.string()),
+            ("source_commit", pa.string()),
+            ("policy", pa.string()),
+            ("model", pa.string()),
+            ("episode", pa.int32()),
+            ("num_steps", pa.int32()),
+            ("ended", pa.string()),  # terminated | max_steps | env_error
+            ("end_detail", pa.string()),
+            ("final_answer", pa.string()),
+            ("evidence_json", pa.string()),  # the task verifier's probes after injection and at the end
+            ("injected_faults_json", pa.string()),  # what a simulator policy did wrong on purpose
+            ("started_at", TS),
+            ("finished_at", TS),
+            ("duration_s", pa.float64()),
+            ("run_id", pa.string()),
+            ("recorded_at", TS),
+        ]
+    ),
+    # One row per model turn (a turn may carry a batch of actions).
+    "steps": pa.schema(
+        [
+            ("trajectory_id", pa.string()),
+            ("step_index", pa.int32()),
+            ("screenshot_sha", pa.string()),  # blobs/sha256/..
+            ("screen_width", pa.int32()),
+            ("screen_height", pa.int32()),
+            ("ui_tree_sha", pa.string()),
+            ("url", pa.string()),
+            ("raw_output", pa.string()),
+            ("actions_json", pa.string()),
+            ("format_error", pa.string()),
+            ("ok", pa.bool_()),
+            ("error", pa.string()),
+            ("points_json", pa.string()),  # where each action landed on the 0..999 grid
+            ("sensitive", pa.string()),
+            ("started_at", TS),
+            ("finished_at", TS),
+            ("run_id", pa.string()),
+        ]
+    ),
+    "verdicts": pa.schema(
+        [
+            ("trajectory_id", pa.string()),
+            ("task_id", pa.string()),
+            ("sandbox", pa.string()),
+            ("policy", pa.string()),
+            ("verdict", pa.string()),  # pass | failed | env_error
+            ("reason", pa.string()),
+            ("votes_json", pa.string()),  # every voter's vote and reason
+            ("agreement", pa.float64()),
+            ("judge_version", pa.string()),
+            ("run_id", pa.string()),
+            ("recorded_at", TS),
+        ]
+    ),
+    # Curriculum pool membership per (policy, task); append-only, the `pools` view keeps the latest.
+    "pools": pa.schema(
+        [
+            ("policy", pa.string()),
+            ("task_id", pa.string()),
+            ("sandbox", pa.string()),
+            ("family", pa.string()),
+            ("pool", pa.string()),  # active | monitoring | mastered
+            ("success_rate", pa.float64()),
+            ("episodes", pa.int32()),
+            ("run_id", pa.string()),
+            ("recorded_at", TS),
+        ]
+    ),
     "quarantine": pa.schema(
         [
             ("source_table", pa.string()),
@@ -84,7 +159,10 @@ TABLES: dict[str, pa.Schema] = {
 }
 
 # Views that keep only the latest row per key (state that changes is an append-only event table).
-LATEST_BY_KEY: dict[str, tuple[str, str]] = {"tasks": ("task_id", "recorded_at")}
+LATEST_BY_KEY: dict[str, tuple[str, str]] = {
+    "tasks": ("task_id", "recorded_at"),
+    "pools": ("policy, task_id", "recorded_at"),
+}
 
 DUCKDB_TYPES = {
     pa.string(): "VARCHAR",

@@ -4,11 +4,16 @@ Reference solutions name their targets semantically (role + visible name, or a f
 replay through the real UI whatever the layout; the driver resolves a target to an element, acts on
 it, and reports the point it hit on the normalised 0..999 grid so the step can also be exported in a
 coordinate protocol (Qwen-CUA `computer_use`). Coordinates alone (x, y on 0..999) work too.
+
+Beyond the web actions there are the rest of the Qwen-CUA computer actions (mouse_move, drags, scroll
+and hscroll, screenshot, call_user), mobile actions (tap, long_press, swipe, system_button, open_app;
+`type`, `wait` and `terminate` are shared) and one CLI action (shell). Field names are ours; the Qwen
+argument names (`coordinate`, `time`, ...) are mapped in `sandboxes.action_parsing`.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
@@ -42,6 +47,7 @@ class Target(BaseModel):
 
 class _Action(BaseModel):
     model_config = ConfigDict(extra="forbid")
+    action: str  # each action narrows it to a Literal: the union's discriminator, and first in dumps
 
 
 class Goto(_Action):
@@ -49,8 +55,11 @@ class Goto(_Action):
     url: str  # absolute, or a path on the sandbox's origin
 
 
+_Clicks = Literal["left_click", "double_click", "right_click", "middle_click", "triple_click"]
+
+
 class Click(_Action):
-    action: Literal["left_click", "double_click", "right_click"] = "left_click"
+    action: _Clicks = "left_click"
     target: Target | None = None
     x: Coord | None = None
     y: Coord | None = None
@@ -93,9 +102,26 @@ class Key(_Action):
     keys: list[str] = Field(min_length=1)
 
 
-class Scroll(_Action):
-    action: Literal["scroll"] = "scroll"
+class _Wheel(_Action):
+    """A wheel turn, at the pointer or at (x, y); the sign follows Qwen-CUA so exports need no flipping."""
+
     pixels: int = 300
+    x: Coord | None = None
+    y: Coord | None = None
+
+    @model_validator(mode="after")
+    def _both_or_neither(self) -> _Wheel:
+        if (self.x is None) != (self.y is None):
+            raise ValueError("give both x and y, or neither")
+        return self
+
+
+class Scroll(_Wheel):
+    action: Literal["scroll"] = "scroll"  # positive pixels scroll up, negative down (Qwen-CUA)
+
+
+class HScroll(_Wheel):
+    action: Literal["hscroll"] = "hscroll"  # positive pixels scroll right, negative left
 
 
 class Wait(_Action):
@@ -109,10 +135,102 @@ class Terminate(_Action):
     answer: str | None = None  # the final answer of an information-retrieval task
 
 
+class _At(_Action):
+    x: Coord
+    y: Coord
+
+
+class _FromTo(_Action):
+    """A stroke from (x, y) to (x2, y2)."""
+
+    x: Coord
+    y: Coord
+    x2: Coord
+    y2: Coord
+
+
+class MouseMove(_At):
+    action: Literal["mouse_move"] = "mouse_move"
+
+
+class Drag(_FromTo):
+    action: Literal["left_click_drag"] = "left_click_drag"
+
+
+class Screenshot(_Action):
+    action: Literal["screenshot"] = "screenshot"
+
+
+class CallUser(_Action):
+    action: Literal["call_user"] = "call_user"
+    reason: str = Field(min_length=1)  # what the agent needs from the human
+
+
+class Tap(_At):
+    action: Literal["tap"] = "tap"
+
+
+class LongPress(_At):
+    action: Literal["long_press"] = "long_press"
+    duration: float = Field(default=1.0, gt=0, le=60)  # seconds
+
+
+class Swipe(_FromTo):
+    action: Literal["swipe"] = "swipe"
+
+
+class SystemButton(_Action):
+    action: Literal["system_button"] = "system_button"
+    button: Literal["back", "home", "enter", "menu"]
+
+
+class OpenApp(_Action):
+    action: Literal["open_app"] = "open_app"
+    app: str = Field(min_length=1)  # the app's name or its package id
+
+
+class Shell(_Action):
+    action: Literal["shell"] = "shell"
+    command: str = Field(min_length=1)
+    cwd: str | None = None
+    timeout: float = Field(default=60.0, gt=0, le=3600)  # seconds
+
+
 Action = Annotated[
-    Goto | Click | Type | Select | Check | Key | Scroll | Wait | Terminate, Field(discriminator="action")
+    Goto
+    | Click
+    | Type
+    | Select
+    | Check
+    | Key
+    | Scroll
+    | Wait
+    | Terminate
+    | MouseMove
+    | Drag
+    | HScroll
+    | Screenshot
+    | CallUser
+    | Tap
+    | LongPress
+    | Swipe
+    | SystemButton
+    | OpenApp
+    | Shell,
+    Field(discriminator="action"),
 ]
 ACTIONS = TypeAdapter(list[Action])
+ACTION_NAMES = frozenset(  # every `action` value the union accepts
+    name for cls in get_args(get_args(Action)[0]) for name in get_args(cls.model_fields["action"].annotation)
+)
+
+
+class Turn(BaseModel):
+    """One model turn: a batch of actions run in order, with the reasoning the model gave for it."""
+
+    model_config = ConfigDict(extra="forbid")
+    actions: list[Action] = Field(min_length=1)
+    thought: str | None = None
 
 
 def parse_actions(data: list[dict]) -> list[Action]:

@@ -13,7 +13,30 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urljoin
 
-from sandboxes.actions import Action, Check, Click, Goto, Key, Scroll, Select, Target, Terminate, Type, Wait
+from sandboxes.actions import (
+    Action,
+    CallUser,
+    Check,
+    Click,
+    Drag,
+    Goto,
+    HScroll,
+    Key,
+    LongPress,
+    MouseMove,
+    OpenApp,
+    Screenshot,
+    Scroll,
+    Select,
+    Shell,
+    Swipe,
+    SystemButton,
+    Tap,
+    Target,
+    Terminate,
+    Type,
+    Wait,
+)
 from sandboxes.app_process import AppProcess, SandboxError, free_port
 from sandboxes.driver import ActionResult, Health, Observation
 from sandboxes.skills import InjectionError, Skill, run_sql_skill
@@ -188,6 +211,7 @@ class WebDriver:
         self.context = None
         self.page = None
         self.answer: str | None = None
+        self.user_calls: list[str] = []
         self._inflight = 0
         self._at_start = False
 
@@ -205,6 +229,7 @@ class WebDriver:
             self.page.evaluate("() => { try { localStorage.clear(); sessionStorage.clear(); } catch (e) {} }")
         self._inflight = 0
         self.answer = None
+        self.user_calls: list[str] = []
         self._at_start = True  # the home page opens lazily: on the first observation or non-goto action
 
     def _ensure_started(self) -> None:
@@ -299,12 +324,52 @@ class WebDriver:
             page.keyboard.press("+".join(action.keys))
             self.settle(after_input=True)
             return ActionResult(ok=True)
-        if isinstance(action, Scroll):
-            page.mouse.wheel(0, action.pixels)
+        if isinstance(action, (Scroll, HScroll)):
+            if action.x is not None:
+                page.mouse.move(*self._px(action.x, action.y))
+            # Qwen-CUA signs: scroll +pixels goes up, hscroll +pixels goes right
+            page.mouse.wheel(action.pixels if isinstance(action, HScroll) else 0, 0 if isinstance(action, HScroll) else -action.pixels)
             return ActionResult(ok=True)
+        if isinstance(action, (Screenshot,)):
+            return ActionResult(ok=True)  # the harness observes every step anyway
+        if isinstance(action, CallUser):
+            self.user_calls.append(action.reason)
+            return ActionResult(ok=True, details={"call_user": action.reason})
+        if isinstance(action, MouseMove):
+            page.mouse.move(*self._px(action.x, action.y))
+            return ActionResult(ok=True, point=(action.x, action.y))
+        if isinstance(action, (Drag, Swipe)):
+            page.mouse.move(*self._px(action.x, action.y))
+            page.mouse.down()
+            page.mouse.move(*self._px(action.x2, action.y2), steps=8)
+            page.mouse.up()
+            self.settle(after_input=True)
+            return ActionResult(ok=True, point=(action.x, action.y))
+        if isinstance(action, (Tap, LongPress)):
+            page.mouse.move(*self._px(action.x, action.y))
+            page.mouse.down()
+            if isinstance(action, LongPress):
+                page.wait_for_timeout(action.duration * 1000)
+            page.mouse.up()
+            self.settle(after_input=True)
+            return ActionResult(ok=True, point=(action.x, action.y))
+        if isinstance(action, SystemButton):
+            if action.button == "back":
+                page.go_back()
+            elif action.button == "home":
+                page.goto(self.app.base_url + "/")
+            elif action.button == "enter":
+                page.keyboard.press("Enter")
+            else:
+                return ActionResult(ok=False, error="system_button: a web page has no menu button")
+            self.settle(after_input=True)
+            return ActionResult(ok=True)
+        if isinstance(action, (OpenApp, Shell)):
+            return ActionResult(ok=False, error=f"{action.action}: not available in a web sandbox")
         if isinstance(action, Click) and action.target is None:
-            w, h = self.viewport
-            page.mouse.click(action.x * w / 999, action.y * h / 999)
+            button = {"right_click": "right", "middle_click": "middle"}.get(action.action, "left")
+            count = {"double_click": 2, "triple_click": 3}.get(action.action, 1)
+            page.mouse.click(*self._px(action.x, action.y), button=button, click_count=count)
             self.settle(after_input=True)
             return ActionResult(ok=True, point=(action.x, action.y))
         loc = self.locate(action.target) if getattr(action, "target", None) else None
@@ -313,9 +378,9 @@ class WebDriver:
         if isinstance(action, Click):
             name = action.target.name or action.target.text or ""
             sensitive = self.manifest.sensitive_kind(name) if name else None
-            {"left_click": loc.click, "double_click": loc.dblclick, "right_click": lambda: loc.click(button="right")}[
-                action.action
-            ]()
+            button = {"right_click": "right", "middle_click": "middle"}.get(action.action, "left")
+            count = {"double_click": 2, "triple_click": 3}.get(action.action, 1)
+            loc.click(button=button, click_count=count)
             self.settle(after_input=True)
         elif isinstance(action, Type):
             if loc is None:
@@ -331,6 +396,10 @@ class WebDriver:
         elif isinstance(action, Check):
             loc.set_checked(action.checked)
         return ActionResult(ok=True, point=point, sensitive=sensitive)
+
+    def _px(self, x: int, y: int) -> tuple[float, float]:
+        w, h = self.viewport
+        return x * w / 999, y * h / 999
 
     def _point(self, loc) -> tuple[int, int] | None:
         box = loc.bounding_box()

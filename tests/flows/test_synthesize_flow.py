@@ -11,28 +11,6 @@ import pytest
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 
-@pytest.fixture(scope="module")
-def prefect_harness():
-    from prefect.testing.utilities import prefect_test_harness
-
-    with prefect_test_harness(server_startup_timeout=120):
-        yield
-
-
-@pytest.fixture(scope="module")
-def synthesized(prefect_harness, tmp_path_factory):
-    from flows.task_synthesis.flow import synthesize_tasks
-
-    root = tmp_path_factory.mktemp("flow")
-    broken = root / "broken"
-    broken.mkdir()
-    (broken / "sandbox.toml").write_text("[sandbox]\nname = 'broken'\n")  # missing kind, start, state
-    lake_root = root / "lake"
-    first = synthesize_tasks(sandboxes=["shop", str(broken)], count=12, seed=3, lake_root=str(lake_root))
-    second = synthesize_tasks(sandboxes=["shop"], count=12, seed=3, lake_root=str(lake_root))
-    return lake_root, first, second
-
-
 def test_verified_pairs_land_in_the_catalog(synthesized):
     lake_root, first, _ = synthesized
     (shop,) = first["sandboxes"]

@@ -1,0 +1,21 @@
+"""Prefect wiring for `judge`."""
+
+from __future__ import annotations
+
+import uuid
+
+from prefect import flow
+from prefect.artifacts import create_markdown_artifact
+
+from flows.judging.judge import judge_pending
+from lake import Lake
+
+
+@flow(name="judge")
+def judge(lake_root: str | None = None) -> dict:
+    lake = Lake(lake_root)
+    counts = judge_pending(lake, f"judge-{uuid.uuid4().hex[:12]}")
+    lake.refresh_catalog()
+    markdown = "# judge\n\n" + (", ".join(f"{k}: {v}" for k, v in counts.most_common()) or "nothing new to judge")
+    create_markdown_artifact(markdown, key="judge-summary")
+    return {"verdicts": dict(counts), "markdown": markdown}

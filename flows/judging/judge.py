@@ -1,0 +1,60 @@
+"""AutoJudge: one verdict per trajectory (pass | failed | env_error) with every vote kept.
+
+Voters: the task's verifier (on the evidence the rollout collected) always; N LLM judges when a
+model is configured (they arrive with the LLM module). env_error trajectories are never `failed`:
+the environment, not the policy, ended them, and they stay out of success-rate denominators.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from typing import Any
+
+from lake import Lake, utcnow
+from verifier_templates import get_template
+from verifier_templates.base import Evidence
+
+JUDGE_VERSION = "autojudge-1"
+
+
+def judge_trajectory(trajectory: dict[str, Any], task: dict[str, Any]) -> dict[str, Any]:
+    votes: list[dict[str, Any]] = []
+    if trajectory["ended"] == "env_error":
+        verdict, reason = "env_error", trajectory["end_detail"] or "environment failure"
+        votes.append({"voter": "environment", "vote": "env_error", "reason": reason})
+    else:
+        verifier = json.loads(task["verifier_json"])
+        evidence = json.loads(trajectory["evidence_json"] or "null")
+        if evidence is None:
+            votes.append({"voter": "verifier", "vote": "failed", "reason": "no evidence was collected"})
+        else:
+            v = get_template(verifier["template"]).judge(Evidence.from_json(evidence), verifier["params"])
+            votes.append({"voter": f"verifier:{verifier['template']}", "vote": "pass" if v.passed else "failed", "reason": v.reason})
+        tally = Counter(v["vote"] for v in votes)
+        verdict = tally.most_common(1)[0][0]
+        reason = next(v["reason"] for v in votes if v["vote"] == verdict)
+    agreement = sum(v["vote"] == verdict for v in votes) / len(votes)
+    return {
+        "trajectory_id": trajectory["trajectory_id"], "task_id": trajectory["task_id"], "sandbox": trajectory["sandbox"],
+        "policy": trajectory["policy"], "verdict": verdict, "reason": reason, "votes_json": json.dumps(votes),
+        "agreement": agreement, "judge_version": JUDGE_VERSION,
+    }
+
+
+def judge_pending(lake: Lake, run_id: str) -> Counter:
+    """Judge every trajectory that has no verdict from this judge version yet (re-running adds nothing)."""
+    if not lake.files("trajectories"):
+        return Counter()
+    has_verdicts = bool(lake.files("verdicts"))
+    rows = lake.query(
+        "SELECT t.*, k.verifier_json FROM trajectories t JOIN tasks_history k ON k.task_id = t.task_id "
+        "QUALIFY row_number() OVER (PARTITION BY t.trajectory_id ORDER BY k.recorded_at DESC) = 1"
+        + (f" AND t.trajectory_id NOT IN (SELECT trajectory_id FROM verdicts WHERE judge_version = '{JUDGE_VERSION}')"
+           if has_verdicts else "")
+    )
+    now = utcnow()
+    verdicts = [judge_trajectory(r, r) | {"run_id": run_id, "recorded_at": now} for r in rows]
+    if verdicts:
+        lake.write("verdicts", verdicts, run_id, "judge")
+    return Counter(v["verdict"] for v in verdicts)

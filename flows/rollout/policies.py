@@ -1,0 +1,124 @@
+"""Policies that act in a sandbox: `replay` (the reference solution) and `scripted-noisy`, a clearly
+named simulator of an imperfect agent that follows the reference with injected, recorded faults."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from flows.task_synthesis.task_spec import TaskSpec
+from sandboxes.actions import Action, Click, Goto, Terminate, parse_actions
+from sandboxes.driver import Observation
+
+
+@dataclass
+class PolicyTurn:
+    raw_output: str  # what the model (or simulator) said, kept verbatim
+    actions: list[Action]
+    faults: list[str] = field(default_factory=list)  # faults injected on purpose in this turn
+
+
+class Policy(Protocol):
+    name: str
+    model: str | None
+
+    def start(self, task: TaskSpec, episode: int) -> None: ...
+
+    def next_turn(self, observation: Observation) -> PolicyTurn: ...
+
+
+def episode_rng(task_id: str, episode: int, salt: str) -> random.Random:
+    digest = hashlib.sha256(f"{salt}|{task_id}|{episode}".encode()).digest()
+    return random.Random(int.from_bytes(digest[:8], "big"))
+
+
+def _raw(actions: list[Action]) -> str:
+    return json.dumps([a.model_dump(exclude_none=True) for a in actions])
+
+
+class ReplayPolicy:
+    """The task's reference solution, one action per turn, then terminate."""
+
+    name = "replay"
+    model = None
+
+    def start(self, task: TaskSpec, episode: int) -> None:
+        self._todo = parse_actions(task.reference)
+        if not self._todo or not isinstance(self._todo[-1], Terminate):
+            self._todo.append(Terminate(status="success"))
+
+    def next_turn(self, observation: Observation) -> PolicyTurn:
+        action = self._todo.pop(0) if self._todo else Terminate(status="success")
+        return PolicyTurn(_raw([action]), [action])
+
+
+@dataclass
+class NoiseRates:
+    loop: float = 0.15  # repeat the last action several times (a repetition loop)
+    bad_args: float = 0.15  # click on a point where nothing is (a wrong argument)
+    premature: float = 0.10  # give up half-way (premature termination)
+
+    @classmethod
+    def parse(cls, text: str | None) -> NoiseRates:
+        if not text:
+            return cls()
+        values: dict[str, Any] = {}
+        for part in text.split(","):
+            key, _, value = part.partition("=")
+            if key.strip() not in cls.__dataclass_fields__:
+                raise ValueError(f"unknown noise kind {key!r}; use loop, bad_args, premature")
+            values[key.strip()] = float(value)
+        return cls(**values)
+
+
+class ScriptedNoisyPolicy:
+    """Simulates an imperfect agent so the flywheel can be exercised and measured offline.
+    Every fault it injects is recorded per step, as ground truth for failure mining."""
+
+    name = "scripted-noisy"
+    model = None
+
+    def __init__(self, rates: NoiseRates | None = None) -> None:
+        self.rates = rates or NoiseRates()
+
+    def start(self, task: TaskSpec, episode: int) -> None:
+        self._rng = episode_rng(task.task_id, episode, self.name)
+        self._todo = parse_actions(task.reference)
+        self._half = max(1, len(self._todo) // 2)
+        self._done = 0
+        self._last: Action | None = None
+        self._looping = 0
+        self._stop_early = self._rng.random() < self.rates.premature
+
+    def next_turn(self, observation: Observation) -> PolicyTurn:
+        rng = self._rng
+        if self._looping:
+            self._looping -= 1
+            return PolicyTurn(_raw([self._last]), [self._last], ["loop"])
+        if self._stop_early and self._done >= self._half:
+            action = Terminate(status="success")
+            self._todo = []
+            return PolicyTurn(_raw([action]), [action], ["premature"])
+        if not self._todo:
+            action = Terminate(status="success")
+            return PolicyTurn(_raw([action]), [action])
+        if rng.random() < self.rates.bad_args and not isinstance(self._todo[0], (Goto, Terminate)):
+            action = Click(x=rng.randint(900, 999), y=rng.randint(960, 999))  # the empty bottom-right corner
+            return PolicyTurn(_raw([action]), [action], ["bad_args"])
+        action = self._todo.pop(0)
+        self._done += 1
+        self._last = action
+        if rng.random() < self.rates.loop and not isinstance(action, Terminate):
+            self._looping = rng.randint(2, 3)
+        return PolicyTurn(_raw([action]), [action])
+
+
+def get_policy(name: str, noise: str | None = None) -> Policy:
+    if name == "replay":
+        return ReplayPolicy()
+    if name == "scripted-noisy":
+        return ScriptedNoisyPolicy(NoiseRates.parse(noise))
+    raise ValueError(f"unknown policy {name!r}; available: replay, scripted-noisy (the llm policy is not built yet)")

@@ -1,0 +1,159 @@
+"""Rollouts as plain library code: policies act on verified tasks in live sandboxes through the real
+drivers; every turn is a step row, every screenshot a blob, every episode a trajectory row."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from flows.rollout.policies import Policy, get_policy
+from flows.task_synthesis.synthesis import stored_skills
+from flows.task_synthesis.task_spec import TaskSpec
+from lake import Lake, utcnow
+from sandboxes.actions import Terminate
+from sandboxes.app_process import SandboxError
+from sandboxes.pool import SandboxPool
+from sandboxes.registry import select
+from sandboxes.skills import InjectionError, Skill
+from sandboxes.web import WebDriver
+from verifier_templates import get_template
+from verifier_templates.base import Probe
+
+MAX_STEPS = 30
+
+
+@dataclass
+class Episode:
+    trajectory: dict[str, Any]
+    steps: list[dict[str, Any]]
+
+
+@dataclass
+class RolloutSummary:
+    sandboxes: dict[str, Counter] = field(default_factory=dict)  # sandbox -> ended kind counts
+    errors: list[str] = field(default_factory=list)
+
+    @property
+    def episodes(self) -> int:
+        return sum(sum(c.values()) for c in self.sandboxes.values())
+
+
+def load_verified_tasks(lake: Lake, sandboxes: list[str] | None, task_ids: list[str] | None) -> list[TaskSpec]:
+    if not lake.files("tasks"):
+        return []
+    rows = lake.query("SELECT * FROM tasks WHERE status = 'verified' ORDER BY sandbox, task_id")
+    specs = [TaskSpec.from_row(r) for r in rows]
+    if sandboxes:
+        specs = [s for s in specs if s.sandbox in sandboxes]
+    if task_ids:
+        specs = [s for s in specs if s.task_id in task_ids]
+    return specs
+
+
+def run_episode(driver: WebDriver, lake: Lake, task: TaskSpec, skills: dict[str, Skill], policy: Policy,
+                episode: int, run_id: str, max_steps: int = MAX_STEPS) -> Episode:
+    """One episode; a sandbox that dies mid-episode ends it as env_error and is restarted for the next."""
+    trajectory_id = hashlib.sha256(f"{run_id}|{task.task_id}|{policy.name}|{episode}".encode()).hexdigest()[:20]
+    started, t0 = utcnow(), time.monotonic()
+    steps: list[dict[str, Any]] = []
+    faults: list[dict[str, Any]] = []
+    ended, detail, evidence = "max_steps", None, None
+    template = get_template(task.verifier["template"])
+    probes = template.probes(task.verifier["params"])
+    try:
+        if not driver.app.healthy():
+            driver.app.stop()
+            driver.app.start()
+        driver.reset()
+        for inj in task.injection:
+            driver.inject(skills[inj["skill"]], inj.get("args", {}))
+        initial = _probe(driver, probes)
+        policy.start(task, episode)
+        for index in range(max_steps):
+            health = driver.health()
+            if not health.ok:
+                ended, detail = "env_error", health.detail
+                break
+            step_start = utcnow()
+            obs = driver.observe(screenshot=True)
+            turn = policy.next_turn(obs)
+            faults.extend({"step": index, "kind": k} for k in turn.faults)
+            results = [driver.act(a) for a in turn.actions]
+            failed = next((r for r in results if not r.ok), None)
+            steps.append({
+                "trajectory_id": trajectory_id, "step_index": index,
+                "screenshot_sha": lake.put_blob(obs.screenshot) if obs.screenshot else None,
+                "screen_width": obs.screen_size[0] if obs.screen_size else None,
+                "screen_height": obs.screen_size[1] if obs.screen_size else None,
+                "ui_tree_sha": lake.put_blob(obs.ui_tree.encode()), "url": obs.url, "raw_output": turn.raw_output,
+                "actions_json": json.dumps([a.model_dump(exclude_none=True) for a in turn.actions]),
+                "format_error": None, "ok": failed is None, "error": failed.error if failed else None,
+                "points_json": json.dumps([r.point for r in results]),
+                "sensitive": next((r.sensitive for r in results if r.sensitive), None),
+                "started_at": step_start, "finished_at": utcnow(), "run_id": run_id,
+            })
+            if any(isinstance(a, Terminate) for a in turn.actions):
+                ended = "terminated"
+                break
+        if ended != "env_error":
+            if driver.app.healthy():
+                evidence = {"initial": initial, "final": _probe(driver, probes)}
+            else:
+                ended, detail = "env_error", f"sandbox stopped answering; log: {driver.app.log_tail()}"
+    except (SandboxError, InjectionError) as exc:
+        ended, detail = "env_error", str(exc)
+    except Exception as exc:  # a crashed browser or app mid-call is the environment's fault, not the policy's
+        ended, detail = "env_error", f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+    trajectory = {
+        "trajectory_id": trajectory_id, "task_id": task.task_id, "task_version": task.version, "sandbox": task.sandbox,
+        "source_commit": task.source_commit, "policy": policy.name, "model": policy.model, "episode": episode,
+        "num_steps": len(steps), "ended": ended, "end_detail": detail, "final_answer": driver.answer,
+        "evidence_json": json.dumps(evidence, default=str) if evidence is not None else None,
+        "injected_faults_json": json.dumps(faults), "started_at": started, "finished_at": utcnow(),
+        "duration_s": time.monotonic() - t0, "run_id": run_id, "recorded_at": utcnow(),
+    }
+    return Episode(trajectory, steps)
+
+
+def _probe(driver: WebDriver, probes: list[Probe]) -> dict[str, Any]:
+    return {p.name: driver.probe(p) for p in probes}
+
+
+def rollout(lake: Lake, run_id: str, policy_name: str, sandboxes: list[str] | None = None,
+            task_ids: list[str] | None = None, episodes: int = 1, workers: int = 1, noise: str | None = None,
+            progress: Any = None) -> RolloutSummary:
+    summary = RolloutSummary()
+    tasks = load_verified_tasks(lake, sandboxes, task_ids)
+    if not tasks:
+        summary.errors.append("no verified tasks in the lake for this selection; run `flywheel run synthesize-tasks` first")
+        return summary
+    by_sandbox: dict[str, list[TaskSpec]] = {}
+    for t in tasks:
+        by_sandbox.setdefault(t.sandbox, []).append(t)
+    manifests, problems = select(list(by_sandbox))
+    summary.errors.extend(str(p) for p in problems)
+    for manifest in manifests:
+        skills = stored_skills(lake, manifest.name)
+        jobs = [(t, e) for t in by_sandbox[manifest.name] for e in range(episodes)]
+        bar = progress.add_task(f"{manifest.name}: {policy_name}", total=len(jobs)) if progress else None
+
+        def job(driver: WebDriver, item: tuple[TaskSpec, int], skills: dict[str, Skill] = skills) -> Episode:
+            task, ep = item
+            return run_episode(driver, lake, task, skills, get_policy(policy_name, noise), ep, run_id)
+
+        def advance(*_: Any, bar: Any = bar) -> None:
+            progress.advance(bar)
+
+        try:
+            results = SandboxPool(manifest, workers).map(job, jobs, on_result=advance if progress else None)
+        except SandboxError as exc:
+            summary.errors.append(str(exc))
+            continue
+        lake.write("trajectories", [r.trajectory for r in results], run_id, manifest.name)
+        lake.write("steps", [s for r in results for s in r.steps], run_id, manifest.name)
+        summary.sandboxes[manifest.name] = Counter(r.trajectory["ended"] for r in results)
+    return summary

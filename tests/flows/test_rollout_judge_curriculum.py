@@ -1,0 +1,88 @@
+"""Rollouts through the real driver, AutoJudge verdicts and curriculum pools, on a lake that the
+synthesize-tasks flow filled (see test_synthesize_flow.py for that fixture)."""
+
+import json
+
+import pytest
+
+from flows.curriculum.curriculum import Band, pool_report, update_pools
+from flows.judging.judge import judge_pending
+from flows.rollout.policies import NoiseRates, ReplayPolicy, ScriptedNoisyPolicy
+from flows.rollout.rollout import load_verified_tasks, rollout, run_episode
+from flows.task_synthesis.synthesis import stored_skills
+from lake import Lake
+from sandboxes.web import WebDriver
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+
+@pytest.fixture(scope="module")
+def rolled(synthesized):
+    lake = Lake(synthesized[0])
+    replay = rollout(lake, "r-replay", "replay", ["shop"])
+    noisy = rollout(lake, "r-noisy", "scripted-noisy", ["shop"], episodes=2, noise="loop=0.5,bad_args=0.5,premature=0.3")
+    first = judge_pending(lake, "j1")
+    again = judge_pending(lake, "j2")
+    moved = update_pools(lake, "c1", Band())
+    lake.refresh_catalog()
+    return lake, replay, noisy, first, again, moved
+
+
+def test_replay_passes_every_verified_task(rolled):
+    lake, replay, *_ = rolled
+    assert replay.sandboxes["shop"]["terminated"] == replay.episodes > 0
+    rows = lake.query("SELECT verdict, count(*) AS n FROM verdicts WHERE policy = 'replay' GROUP BY 1")
+    assert rows == [{"verdict": "pass", "n": replay.episodes}]
+
+
+def test_steps_keep_screenshots_and_actions(rolled):
+    lake, *_ = rolled
+    step = lake.query("SELECT * FROM steps ORDER BY trajectory_id, step_index LIMIT 1")[0]
+    sha = step["screenshot_sha"]
+    assert (lake.root / "blobs" / "sha256" / sha[:2] / sha[2:4] / sha).read_bytes()[:4] == b"\x89PNG"
+    assert json.loads(step["actions_json"])[0]["action"] and step["url"].startswith("http://127.0.0.1")
+
+
+def test_noisy_policy_records_its_faults_and_fails_some_tasks(rolled):
+    lake, _, noisy, first, again, _ = rolled
+    faults = [f for r in lake.query("SELECT injected_faults_json FROM trajectories WHERE policy = 'scripted-noisy'")
+              for f in json.loads(r["injected_faults_json"])]
+    assert {f["kind"] for f in faults} == {"loop", "bad_args", "premature"}
+    assert first["failed"] > 0 and first["pass"] > 0
+    assert sum(again.values()) == 0, "judging again adds nothing"
+
+
+def test_curriculum_pools_follow_the_success_rates(rolled):
+    lake, *_, moved = rolled
+    pools = lake.query("SELECT policy, pool, success_rate FROM pools")
+    assert {p["pool"] for p in pools if p["policy"] == "replay"} == {"mastered"}
+    for p in pools:
+        assert p["pool"] == Band().pool(p["success_rate"])
+    assert pool_report(lake, "replay") and sum(moved.values()) == len(pools)
+    assert sum(update_pools(lake, "c2", Band()).values()) == 0, "unchanged rates write no new pool rows"
+
+
+def test_a_sandbox_killed_mid_episode_is_env_error_and_the_next_episode_runs(rolled, shop_app, browser_host):
+    lake = rolled[0]
+    task = next(t for t in load_verified_tasks(lake, ["shop"], None) if len(t.reference) >= 3)
+    driver = WebDriver(shop_app, browser_host)
+
+    class KillAfterFirstTurn(ReplayPolicy):
+        def next_turn(self, observation):
+            turn = super().next_turn(observation)
+            shop_app.proc.kill()  # the app dies under the agent
+            shop_app.proc.wait()
+            return turn
+
+    dead = run_episode(driver, lake, task, stored_skills(lake, "shop"), KillAfterFirstTurn(), 0, "r-kill")
+    assert dead.trajectory["ended"] == "env_error"
+    alive = run_episode(driver, lake, task, stored_skills(lake, "shop"), ReplayPolicy(), 1, "r-kill")
+    assert alive.trajectory["ended"] == "terminated" and alive.trajectory["evidence_json"]
+    driver.close()
+
+
+def test_noise_rates_parse_and_refuse_unknown_kinds():
+    assert NoiseRates.parse("loop=0.5").loop == 0.5
+    with pytest.raises(ValueError, match="unknown noise kind"):
+        NoiseRates.parse("teleport=1")
+    assert ScriptedNoisyPolicy().name == "scripted-noisy"
