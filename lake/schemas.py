@@ -136,6 +136,26 @@ TABLES: dict[str, pa.Schema] = {
             ("recorded_at", TS),
         ]
     ),
+    # One row per LLM call, cache hits included (cost 0), with the raw request and response.
+    "llm_calls": pa.schema(
+        [
+            ("call_id", pa.string()),
+            ("request_hash", pa.string()),
+            ("purpose", pa.string()),  # policy | judge | agent | ...
+            ("model", pa.string()),
+            ("api_base", pa.string()),
+            ("prompt_tokens", pa.int64()),
+            ("completion_tokens", pa.int64()),
+            ("cost_usd", pa.float64()),
+            ("latency_s", pa.float64()),
+            ("cache_hit", pa.bool_()),
+            ("error", pa.string()),
+            ("request_json", pa.string()),
+            ("response_json", pa.string()),
+            ("run_id", pa.string()),
+            ("recorded_at", TS),
+        ]
+    ),
     "quarantine": pa.schema(
         [
             ("source_table", pa.string()),
