@@ -87,6 +87,9 @@ class Lake:
             os.replace(tmp, path)
         return digest
 
+    def read_blob(self, digest: str) -> bytes:
+        return (self.root / "blobs" / "sha256" / digest[:2] / digest[2:4] / digest).read_bytes()
+
     # ---- reads --------------------------------------------------------------------------------
     def files(self, table: str) -> list[Path]:
         return sorted((self.tables_dir / table).glob("*.parquet"))

@@ -7,6 +7,7 @@ from prefect.artifacts import create_markdown_artifact
 
 from flows.curriculum.curriculum import pool_report
 from flows.curriculum.flow import curriculum
+from flows.cycle.chart import success_chart_svg
 from flows.judging.flow import judge
 from flows.rollout.flow import rollout
 from flows.task_synthesis.flow import synthesize_tasks
@@ -41,9 +42,12 @@ def cycle(
         "", "## curriculum pools", "", "| policy | sandbox | family | pool | tasks | mean rate |", "|---|---|---|---|---|---|",
         *[f"| {r['policy']} | {r['sandbox']} | {r['family']} | {r['pool']} | {r['tasks']} | {r['mean_rate']} |" for r in pool_report(lake, policy)],
     ]
-    markdown = "\n".join(lines)
     report = lake.root / "reports" / f"{rolled['run_id']}.md"
     report.parent.mkdir(parents=True, exist_ok=True)
+    chart = report.with_suffix(".svg")
+    chart.write_text(success_chart_svg(rates, f"{policy}: success rate per sandbox and family"))
+    lines.insert(lines.index("## success rate per sandbox and family") + 1, f"\n![success rate]({chart.name})  ({chart})")
+    markdown = "\n".join(lines)
     report.write_text(markdown)
     create_markdown_artifact(markdown, key="cycle-report")
-    return {"markdown": markdown, "report": str(report), "pools": pools, "verdicts": judged["verdicts"]}
+    return {"markdown": markdown, "report": str(report), "chart": str(chart), "pools": pools, "verdicts": judged["verdicts"]}

@@ -8,6 +8,7 @@ the environment, not the policy, ended them, and they stay out of success-rate d
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from typing import Any
 
@@ -17,11 +18,32 @@ from verifier_templates.base import Evidence
 
 JUDGE_VERSION = "autojudge-1"
 
+# What the environment, not the policy, did wrong: seen in step errors or on the last screen.
+NETWORK_ERRORS = re.compile(r"net::ERR_|ECONNREFUSED|ECONNRESET|Target (page|closed)|has been closed|crashed|HTTP 50[234]", re.I)
+BLOCKING_SCREENS = re.compile(
+    r"captcha|verify (that )?you are (a )?human|are you a robot|session (has )?expired|please (log|sign) in again"
+    r"|502 bad gateway|503 service unavailable|this site can.t be reached|err_connection",
+    re.I,
+)
 
-def judge_trajectory(trajectory: dict[str, Any], task: dict[str, Any]) -> dict[str, Any]:
+
+def environment_signal(step_errors: list[str], last_screen_text: str | None) -> str | None:
+    """Why the environment (not the policy) spoiled the episode, if it did: CAPTCHA, expired login, network."""
+    for err in step_errors:
+        if err and NETWORK_ERRORS.search(err):
+            return f"network or browser fault: {err[:160]}"
+    if last_screen_text:
+        m = BLOCKING_SCREENS.search(last_screen_text)
+        if m:
+            return f"blocking screen on the last step ({m.group(0)!r})"
+    return None
+
+
+def judge_trajectory(trajectory: dict[str, Any], task: dict[str, Any], env_signal: str | None = None) -> dict[str, Any]:
     votes: list[dict[str, Any]] = []
-    if trajectory["ended"] == "env_error":
-        verdict, reason = "env_error", trajectory["end_detail"] or "environment failure"
+    if trajectory["ended"] == "env_error" or env_signal:
+        verdict = "env_error"
+        reason = trajectory["end_detail"] or env_signal or "environment failure"
         votes.append({"voter": "environment", "vote": "env_error", "reason": reason})
     else:
         verifier = json.loads(task["verifier_json"])
@@ -53,8 +75,26 @@ def judge_pending(lake: Lake, run_id: str) -> Counter:
         + (f" AND t.trajectory_id NOT IN (SELECT trajectory_id FROM verdicts WHERE judge_version = '{JUDGE_VERSION}')"
            if has_verdicts else "")
     )
+    signals = _environment_signals(lake, [r["trajectory_id"] for r in rows])
     now = utcnow()
-    verdicts = [judge_trajectory(r, r) | {"run_id": run_id, "recorded_at": now} for r in rows]
+    verdicts = [judge_trajectory(r, r, signals.get(r["trajectory_id"])) | {"run_id": run_id, "recorded_at": now} for r in rows]
     if verdicts:
         lake.write("verdicts", verdicts, run_id, "judge")
     return Counter(v["verdict"] for v in verdicts)
+
+
+def _environment_signals(lake: Lake, trajectory_ids: list[str]) -> dict[str, str]:
+    if not trajectory_ids or not lake.files("steps"):
+        return {}
+    steps = lake.query(
+        "SELECT trajectory_id, list(error ORDER BY step_index) AS errors, arg_max(ui_tree_sha, step_index) AS last_tree "
+        "FROM steps WHERE trajectory_id IN (SELECT unnest(?)) GROUP BY 1",
+        [trajectory_ids],
+    )
+    out = {}
+    for s in steps:
+        text = lake.read_blob(s["last_tree"]).decode(errors="replace") if s["last_tree"] else None
+        signal = environment_signal([e for e in s["errors"] if e], text)
+        if signal:
+            out[s["trajectory_id"]] = signal
+    return out

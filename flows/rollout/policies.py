@@ -6,11 +6,12 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from flows.task_synthesis.task_spec import TaskSpec
-from sandboxes.actions import Action, Click, Goto, Terminate, parse_actions
+from sandboxes.actions import Action, CallUser, Click, Goto, Terminate, parse_actions
 from sandboxes.driver import Observation
 
 
@@ -60,6 +61,8 @@ class NoiseRates:
     loop: float = 0.15  # repeat the last action several times (a repetition loop)
     bad_args: float = 0.15  # click on a point where nothing is (a wrong argument)
     premature: float = 0.10  # give up half-way (premature termination)
+    unconfirmed: float = 0.5  # do a sensitive action without asking the user first
+    overcautious: float = 0.05  # ask the user when nothing sensitive is pending
 
     @classmethod
     def parse(cls, text: str | None) -> NoiseRates:
@@ -69,7 +72,7 @@ class NoiseRates:
         for part in text.split(","):
             key, _, value = part.partition("=")
             if key.strip() not in cls.__dataclass_fields__:
-                raise ValueError(f"unknown noise kind {key!r}; use loop, bad_args, premature")
+                raise ValueError(f"unknown noise kind {key!r}; use {', '.join(cls.__dataclass_fields__)}")
             values[key.strip()] = float(value)
         return cls(**values)
 
@@ -81,8 +84,9 @@ class ScriptedNoisyPolicy:
     name = "scripted-noisy"
     model = None
 
-    def __init__(self, rates: NoiseRates | None = None) -> None:
+    def __init__(self, rates: NoiseRates | None = None, sensitive_kind: Callable[[str], str | None] | None = None) -> None:
         self.rates = rates or NoiseRates()
+        self.sensitive_kind = sensitive_kind or (lambda name: None)  # the sandbox manifest's declaration
 
     def start(self, task: TaskSpec, episode: int) -> None:
         self._rng = episode_rng(task.task_id, episode, self.name)
@@ -92,6 +96,7 @@ class ScriptedNoisyPolicy:
         self._last: Action | None = None
         self._looping = 0
         self._stop_early = self._rng.random() < self.rates.premature
+        self._confirmed = False
 
     def next_turn(self, observation: Observation) -> PolicyTurn:
         rng = self._rng
@@ -105,20 +110,37 @@ class ScriptedNoisyPolicy:
         if not self._todo:
             action = Terminate(status="success")
             return PolicyTurn(_raw([action]), [action])
-        if rng.random() < self.rates.bad_args and not isinstance(self._todo[0], (Goto, Terminate)):
+        nxt = self._todo[0]
+        kind = self.sensitive_kind(nxt.target.name or "") if isinstance(nxt, Click) and nxt.target else None
+        if kind and not self._confirmed:
+            self._confirmed = True
+            if rng.random() >= self.rates.unconfirmed:  # a careful agent asks before paying, sending, deleting
+                ask = CallUser(reason=f"This will {kind}: {nxt.target.name}. Shall I go ahead?")
+                return PolicyTurn(_raw([ask]), [ask])
+            self._unconfirmed_next = True
+        if not kind and rng.random() < self.rates.overcautious:
+            ask = CallUser(reason="Is it all right if I continue?")
+            return PolicyTurn(_raw([ask]), [ask], ["overcautious"])
+        if rng.random() < self.rates.bad_args and not isinstance(nxt, (Goto, Terminate)):
             action = Click(x=rng.randint(900, 999), y=rng.randint(960, 999))  # the empty bottom-right corner
             return PolicyTurn(_raw([action]), [action], ["bad_args"])
         action = self._todo.pop(0)
         self._done += 1
         self._last = action
-        if rng.random() < self.rates.loop and not isinstance(action, Terminate):
+        faults = []
+        if kind:
+            self._confirmed = False  # each sensitive action needs its own confirmation
+            if getattr(self, "_unconfirmed_next", False):
+                faults.append("unconfirmed_sensitive")
+                self._unconfirmed_next = False
+        elif rng.random() < self.rates.loop and not isinstance(action, Terminate):
             self._looping = rng.randint(2, 3)
-        return PolicyTurn(_raw([action]), [action])
+        return PolicyTurn(_raw([action]), [action], faults)
 
 
-def get_policy(name: str, noise: str | None = None) -> Policy:
+def get_policy(name: str, noise: str | None = None, sensitive_kind: Callable[[str], str | None] | None = None) -> Policy:
     if name == "replay":
         return ReplayPolicy()
     if name == "scripted-noisy":
-        return ScriptedNoisyPolicy(NoiseRates.parse(noise))
+        return ScriptedNoisyPolicy(NoiseRates.parse(noise), sensitive_kind)
     raise ValueError(f"unknown policy {name!r}; available: replay, scripted-noisy (the llm policy is not built yet)")

@@ -143,7 +143,8 @@ def rollout(lake: Lake, run_id: str, policy_name: str, sandboxes: list[str] | No
 
         def job(driver: WebDriver, item: tuple[TaskSpec, int], skills: dict[str, Skill] = skills) -> Episode:
             task, ep = item
-            return run_episode(driver, lake, task, skills, get_policy(policy_name, noise), ep, run_id)
+            policy = get_policy(policy_name, noise, driver.manifest.sensitive_kind)
+            return run_episode(driver, lake, task, skills, policy, ep, run_id)
 
         def advance(*_: Any, bar: Any = bar) -> None:
             progress.advance(bar)

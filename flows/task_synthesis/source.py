@@ -39,9 +39,11 @@ def read_source(manifest: SandboxManifest) -> SourceSnapshot:
         head = repo.head.commit
     except ValueError:  # a repository without commits
         return _from_disk(manifest, folder, "nocommit")
+    # Pin to the last commit that touched the sandbox: commits elsewhere in the repo change nothing here.
+    pinned = next(repo.iter_commits(head, paths=rel if rel != "." else None, max_count=1), head)
     if repo.is_dirty(untracked_files=True, path=rel if rel != "." else None):
-        return _from_disk(manifest, folder, head.hexsha[:12])
-    tree = head.tree if rel == "." else head.tree / rel
+        return _from_disk(manifest, folder, pinned.hexsha[:12])
+    tree = pinned.tree if rel == "." else pinned.tree / rel
     files = {}
     for blob in tree.traverse():
         if blob.type != "blob" or Path(blob.path).suffix not in TEXT_SUFFIXES or blob.size > MAX_FILE_BYTES:
@@ -49,7 +51,7 @@ def read_source(manifest: SandboxManifest) -> SourceSnapshot:
         files[Path(blob.path).relative_to(rel).as_posix() if rel != "." else blob.path] = (
             blob.data_stream.read().decode("utf-8", errors="replace")
         )
-    return SourceSnapshot(manifest.name, head.hexsha, files)
+    return SourceSnapshot(manifest.name, pinned.hexsha, files)
 
 
 def _from_disk(manifest: SandboxManifest, folder: Path, base: str) -> SourceSnapshot:

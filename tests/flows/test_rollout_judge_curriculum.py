@@ -20,7 +20,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 def rolled(synthesized):
     lake = Lake(synthesized[0])
     replay = rollout(lake, "r-replay", "replay", ["shop"])
-    noisy = rollout(lake, "r-noisy", "scripted-noisy", ["shop"], episodes=2, noise="loop=0.5,bad_args=0.5,premature=0.3")
+    noisy = rollout(lake, "r-noisy", "scripted-noisy", ["shop"], episodes=2, noise="loop=0.5,bad_args=0.5,premature=0.3,unconfirmed=1")
     first = judge_pending(lake, "j1")
     again = judge_pending(lake, "j2")
     moved = update_pools(lake, "c1", Band())
@@ -47,7 +47,7 @@ def test_noisy_policy_records_its_faults_and_fails_some_tasks(rolled):
     lake, _, noisy, first, again, _ = rolled
     faults = [f for r in lake.query("SELECT injected_faults_json FROM trajectories WHERE policy = 'scripted-noisy'")
               for f in json.loads(r["injected_faults_json"])]
-    assert {f["kind"] for f in faults} == {"loop", "bad_args", "premature"}
+    assert {f["kind"] for f in faults} >= {"loop", "bad_args", "premature", "unconfirmed_sensitive"}
     assert first["failed"] > 0 and first["pass"] > 0
     assert sum(again.values()) == 0, "judging again adds nothing"
 
@@ -86,3 +86,40 @@ def test_noise_rates_parse_and_refuse_unknown_kinds():
     with pytest.raises(ValueError, match="unknown noise kind"):
         NoiseRates.parse("teleport=1")
     assert ScriptedNoisyPolicy().name == "scripted-noisy"
+
+
+@pytest.mark.parametrize(
+    "errors,screen,expected",
+    [
+        (["goto: net::ERR_CONNECTION_REFUSED at http://127.0.0.1:5/"], None, "network"),
+        ([], "heading 'Please verify you are human' button 'I am not a robot'", "blocking screen"),
+        ([], "Your session has expired. Please log in again.", "blocking screen"),
+        (["left_click: Locator.click: Timeout 2000ms exceeded"], "heading 'Addresses'", None),
+        ([], "heading 'Inbox' link 'Invoice 2291 from Kestrel Logistics'", None),
+    ],
+)
+def test_environment_signals_separate_env_errors_from_policy_errors(errors, screen, expected):
+    from flows.judging.judge import environment_signal
+
+    signal = environment_signal(errors, screen)
+    assert (signal is None) if expected is None else (expected in signal)
+
+
+def test_careful_noisy_policy_asks_before_sensitive_actions_unless_it_is_faulting():
+    from flows.task_synthesis.task_spec import TaskSpec
+    from sandboxes.driver import Observation
+
+    task = TaskSpec("shop", "c", "delete", "addresses", "Delete it", {}, 1, [], {"template": "row_absent", "params": {}},
+                    [{"action": "goto", "url": "/addresses/1/edit"}, {"action": "left_click", "target": {"role": "button", "name": "Delete"}}])
+    obs = Observation("http://x/", "t", "")
+
+    def actions(rates):
+        policy = ScriptedNoisyPolicy(rates, sensitive_kind=lambda n: "delete" if n == "Delete" else None)
+        policy.start(task, 0)
+        turns = [policy.next_turn(obs) for _ in range(4)]
+        return [t.actions[0].action for t in turns], [f for t in turns for f in t.faults]
+
+    careful = NoiseRates(loop=0, bad_args=0, premature=0, unconfirmed=0, overcautious=0)
+    assert actions(careful) == (["goto", "call_user", "left_click", "terminate"], [])
+    reckless = NoiseRates(loop=0, bad_args=0, premature=0, unconfirmed=1, overcautious=0)
+    assert actions(reckless) == (["goto", "left_click", "terminate", "terminate"], ["unconfirmed_sensitive"])
