@@ -53,8 +53,9 @@ def main(argv: list[str] | None = None) -> int:
         description="Drive a policy on verified tasks through the real drivers. Every turn is a step row with its "
         "screenshot as a blob; an app that dies mid-episode ends it as env_error and is restarted.",
     )
-    ro.add_argument("--policy", required=True, choices=["replay", "scripted-noisy"],
-                    help="replay: the reference solution; scripted-noisy: a simulator of an imperfect agent")
+    ro.add_argument("--policy", required=True, choices=["replay", "scripted-noisy", "llm"],
+                    help="replay: the reference solution; scripted-noisy: a simulator of an imperfect agent; "
+                    "llm: any litellm model (FLYWHEEL_MODEL, FLYWHEEL_API_BASE, FLYWHEEL_API_KEY)")
     ro.add_argument("--sandbox", action="append", dest="sandboxes", metavar="NAME")
     ro.add_argument("--tasks", nargs="+", metavar="TASK_ID", help="only these tasks")
     ro.add_argument("--episodes", type=int, default=1, help="episodes per task (default 1)")
@@ -62,10 +63,19 @@ def main(argv: list[str] | None = None) -> int:
     ro.add_argument("--noise", help="scripted-noisy fault rates, e.g. loop=0.2,bad_args=0.1,premature=0.1")
     run.add_parser("judge", help="give every new trajectory a verdict (pass | failed | env_error), votes kept")
     cyc = run.add_parser("cycle", help="synthesize -> rollout -> judge -> curriculum, with an iteration report")
-    cyc.add_argument("--policy", default="scripted-noisy", choices=["replay", "scripted-noisy"])
+    cyc.add_argument("--policy", default="scripted-noisy", choices=["replay", "scripted-noisy", "llm"])
     cyc.add_argument("--sandbox", action="append", dest="sandboxes", metavar="NAME")
     cyc.add_argument("--count", type=int, default=40)
     cyc.add_argument("--episodes", type=int, default=1)
+
+    traj = sub.add_parser("trajectories", help="bring trajectories into the lake").add_subparsers(dest="traj_cmd", required=True)
+    imp = traj.add_parser(
+        "import",
+        help="import trajectories: our JSONL/Parquet schema, Qwen-CUA run directories, GUI-Odyssey episodes",
+        description="Formats are detected per path and documented in flows/rollout/IMPORT_FORMATS.md. Bad records go "
+        "to the quarantine table with a reason; importing the same input twice adds nothing.",
+    )
+    imp.add_argument("paths", nargs="+", type=Path)
 
     cur = sub.add_parser("curriculum", help="curriculum pools").add_subparsers(dest="cur_cmd", required=True)
     show = cur.add_parser("show", help="tasks per pool (active | monitoring | mastered) per policy, sandbox, family")
@@ -94,6 +104,8 @@ def main(argv: list[str] | None = None) -> int:
         return _run_synthesize(args) if args.flow == "synthesize-tasks" else _run_other(args)
     if args.command == "curriculum":
         return _curriculum(args)
+    if args.command == "trajectories":
+        return _import(args)
     if args.command == "lake":
         return _lake(args)
     if args.command == "tasks":
@@ -145,6 +157,8 @@ def _run_other(args: argparse.Namespace) -> int:
                                           episodes=args.episodes, workers=args.workers, noise=args.noise, lake_root=root)
             rollout_flow.progress = None
         console.print(Markdown(result["markdown"]))
+        for e in result["errors"]:
+            console.print(f"[red]error:[/] {e}")
         console.print(f"Next: flywheel run judge   (lake: {root})")
         return 0 if result["episodes"] else 1
     if args.flow == "judge":
@@ -157,6 +171,26 @@ def _run_other(args: argparse.Namespace) -> int:
     result = cycle(policy=args.policy, sandboxes=args.sandboxes, count=args.count, episodes=args.episodes, lake_root=root)
     console.print(Markdown(result["markdown"]))
     console.print(f"Report: {result['report']}")
+    return 0
+
+
+def _import(args: argparse.Namespace) -> int:
+    from flows.rollout.importers import import_paths
+    from lake import Lake
+
+    lake = Lake()
+    try:
+        report = import_paths(lake, args.paths)
+    except (ValueError, FileNotFoundError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    lake.refresh_catalog()
+    print(f"records in: {report.records_in}  accepted: {report.accepted} ({report.steps} steps)  "
+          f"already imported: {report.skipped}  quarantined: {report.quarantined_total}")
+    for reason, n in report.quarantined.most_common():
+        print(f"  quarantined {n:4d}  {reason}")
+    if report.quarantined_total:
+        print(f"see them with: flywheel lake sql \"SELECT reason, record_json FROM quarantine WHERE run_id = '{report.run_id}'\"")
     return 0
 
 

@@ -39,7 +39,11 @@ def environment_signal(step_errors: list[str], last_screen_text: str | None) -> 
     return None
 
 
-def judge_trajectory(trajectory: dict[str, Any], task: dict[str, Any], env_signal: str | None = None) -> dict[str, Any]:
+def judge_trajectory(
+    trajectory: dict[str, Any], task: dict[str, Any], env_signal: str | None = None,
+    llm_votes: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """The verifier always votes; LLM judges add votes; abstentions do not count; env_error wins."""
     votes: list[dict[str, Any]] = []
     if trajectory["ended"] == "env_error" or env_signal:
         verdict = "env_error"
@@ -53,10 +57,15 @@ def judge_trajectory(trajectory: dict[str, Any], task: dict[str, Any], env_signa
         else:
             v = get_template(verifier["template"]).judge(Evidence.from_json(evidence), verifier["params"])
             votes.append({"voter": f"verifier:{verifier['template']}", "vote": "pass" if v.passed else "failed", "reason": v.reason})
-        tally = Counter(v["vote"] for v in votes)
-        verdict = tally.most_common(1)[0][0]
-        reason = next(v["reason"] for v in votes if v["vote"] == verdict)
-    agreement = sum(v["vote"] == verdict for v in votes) / len(votes)
+        votes.extend(llm_votes or [])
+        counted = [v for v in votes if v["vote"] != "abstain"]
+        tally = Counter(v["vote"] for v in counted)
+        top = tally.most_common()
+        # a tie keeps the verifier's vote: it reads the app's state, the judges read pictures of it
+        verdict = counted[0]["vote"] if len(top) > 1 and top[0][1] == top[1][1] else top[0][0]
+        reason = next(v["reason"] for v in counted if v["vote"] == verdict)
+    counted = [v for v in votes if v["vote"] != "abstain"]
+    agreement = sum(v["vote"] == verdict for v in counted) / len(counted)
     return {
         "trajectory_id": trajectory["trajectory_id"], "task_id": trajectory["task_id"], "sandbox": trajectory["sandbox"],
         "policy": trajectory["policy"], "verdict": verdict, "reason": reason, "votes_json": json.dumps(votes),
@@ -64,22 +73,39 @@ def judge_trajectory(trajectory: dict[str, Any], task: dict[str, Any], env_signa
     }
 
 
-def judge_pending(lake: Lake, run_id: str) -> Counter:
+def _llm_client(lake: Lake, run_id: str):
+    from flywheel import llm
+
+    return llm.LLMClient(lake=lake, run_id=run_id) if llm.configured() else None
+
+
+def judge_pending(lake: Lake, run_id: str, llm_judges: int = 5) -> Counter:
     """Judge every trajectory that has no verdict from this judge version yet (re-running adds nothing)."""
     if not lake.files("trajectories"):
         return Counter()
     has_verdicts = bool(lake.files("verdicts"))
     rows = lake.query(
-        "SELECT t.*, k.verifier_json FROM trajectories t JOIN tasks_history k ON k.task_id = t.task_id "
+        "SELECT t.*, k.verifier_json, k.instruction FROM trajectories t JOIN tasks_history k ON k.task_id = t.task_id "
         "QUALIFY row_number() OVER (PARTITION BY t.trajectory_id ORDER BY k.recorded_at DESC) = 1"
         + (f" AND t.trajectory_id NOT IN (SELECT trajectory_id FROM verdicts WHERE judge_version = '{JUDGE_VERSION}')"
            if has_verdicts else "")
     )
     signals = _environment_signals(lake, [r["trajectory_id"] for r in rows])
+    client = _llm_client(lake, run_id)
     now = utcnow()
-    verdicts = [judge_trajectory(r, r, signals.get(r["trajectory_id"])) | {"run_id": run_id, "recorded_at": now} for r in rows]
+    verdicts = []
+    for r in rows:
+        votes = None
+        if client is not None and r["ended"] != "env_error" and not signals.get(r["trajectory_id"]):
+            from flows.judging.llm_judges import lake_blob_reader, llm_votes
+
+            steps = lake.query("SELECT * FROM steps WHERE trajectory_id = ? ORDER BY step_index", [r["trajectory_id"]])
+            votes = llm_votes(client, r, r, steps, lake_blob_reader(lake), n=llm_judges)
+        verdicts.append(judge_trajectory(r, r, signals.get(r["trajectory_id"]), votes) | {"run_id": run_id, "recorded_at": now})
     if verdicts:
         lake.write("verdicts", verdicts, run_id, "judge")
+    if client is not None:
+        client.flush(batch="judge-llm")
     return Counter(v["verdict"] for v in verdicts)
 
 

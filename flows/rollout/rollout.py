@@ -91,7 +91,7 @@ def run_episode(driver: WebDriver, lake: Lake, task: TaskSpec, skills: dict[str,
                 "screen_height": obs.screen_size[1] if obs.screen_size else None,
                 "ui_tree_sha": lake.put_blob(obs.ui_tree.encode()), "url": obs.url, "raw_output": turn.raw_output,
                 "actions_json": json.dumps([a.model_dump(exclude_none=True) for a in turn.actions]),
-                "format_error": None, "ok": failed is None, "error": failed.error if failed else None,
+                "format_error": getattr(turn, "format_error", None), "ok": failed is None, "error": failed.error if failed else None,
                 "points_json": json.dumps([r.point for r in results]),
                 "sensitive": next((r.sensitive for r in results if r.sensitive), None),
                 "started_at": step_start, "finished_at": utcnow(), "run_id": run_id,
@@ -136,6 +136,14 @@ def rollout(lake: Lake, run_id: str, policy_name: str, sandboxes: list[str] | No
         by_sandbox.setdefault(t.sandbox, []).append(t)
     manifests, problems = select(list(by_sandbox))
     summary.errors.extend(str(p) for p in problems)
+    client = None
+    if policy_name == "llm":
+        from flywheel import llm
+
+        if not llm.configured():
+            summary.errors.append("the llm policy needs a model: set FLYWHEEL_MODEL (and FLYWHEEL_API_BASE for a local server)")
+            return summary
+        client = llm.LLMClient(lake=lake, run_id=run_id)
     for manifest in manifests:
         skills = stored_skills(lake, manifest.name)
         jobs = [(t, e) for t in by_sandbox[manifest.name] for e in range(episodes)]
@@ -143,7 +151,12 @@ def rollout(lake: Lake, run_id: str, policy_name: str, sandboxes: list[str] | No
 
         def job(driver: WebDriver, item: tuple[TaskSpec, int], skills: dict[str, Skill] = skills) -> Episode:
             task, ep = item
-            policy = get_policy(policy_name, noise, driver.manifest.sensitive_kind)
+            if client is not None:
+                from flows.rollout.llm_policy import LLMPolicy
+
+                policy: Policy = LLMPolicy(client)
+            else:
+                policy = get_policy(policy_name, noise, driver.manifest.sensitive_kind)
             return run_episode(driver, lake, task, skills, policy, ep, run_id)
 
         def advance(*_: Any, bar: Any = bar) -> None:
@@ -156,5 +169,7 @@ def rollout(lake: Lake, run_id: str, policy_name: str, sandboxes: list[str] | No
             continue
         lake.write("trajectories", [r.trajectory for r in results], run_id, manifest.name)
         lake.write("steps", [s for r in results for s in r.steps], run_id, manifest.name)
+        if client is not None:
+            client.flush(batch=f"rollout-{manifest.name}")
         summary.sandboxes[manifest.name] = Counter(r.trajectory["ended"] for r in results)
     return summary

@@ -123,3 +123,39 @@ def test_careful_noisy_policy_asks_before_sensitive_actions_unless_it_is_faultin
     assert actions(careful) == (["goto", "call_user", "left_click", "terminate"], [])
     reckless = NoiseRates(loop=0, bad_args=0, premature=0, unconfirmed=1, overcautious=0)
     assert actions(reckless) == (["goto", "left_click", "terminate", "terminate"], ["unconfirmed_sensitive"])
+
+
+def test_llm_votes_join_the_verifier_abstentions_do_not_count_and_ties_keep_the_verifier():
+    from flows.judging.judge import judge_trajectory
+
+    traj = {"trajectory_id": "t", "task_id": "k", "sandbox": "shop", "policy": "llm", "ended": "terminated",
+            "end_detail": None, "evidence_json": json.dumps({"initial": {"matches": 0}, "final": {"matches": 1}})}
+    task = {"verifier_json": json.dumps({"template": "row_exists", "params": {"table": "a", "where": {"x": 1}}})}
+    vote = lambda v: {"voter": "llm:m", "vote": v, "reason": v}  # noqa: E731
+    three_fail = judge_trajectory(traj, task, llm_votes=[vote("failed")] * 3 + [vote("abstain")])
+    assert three_fail["verdict"] == "failed" and three_fail["agreement"] == 0.75
+    tie = judge_trajectory(traj, task, llm_votes=[vote("failed"), vote("abstain")])
+    assert tie["verdict"] == "pass", "a tie keeps the verifier's reading of the app state"
+    assert len(json.loads(tie["votes_json"])) == 3, "every vote is kept, abstentions included"
+
+
+def test_llm_policy_rollout_against_an_openai_compatible_server(rolled, monkeypatch, tmp_path):
+    from tests.doubles.openai_server import FakeOpenAIServer, tool_call
+
+    lake = rolled[0]
+    task = next(t for t in load_verified_tasks(lake, ["shop"], None) if t.family == "retrieve")
+    answer = task.verifier["params"]["answer"]
+    with FakeOpenAIServer() as server:
+        server.reply({"content": "The page shows it.", "tool_calls": [
+            tool_call("computer_use", {"action": "terminate", "status": "success", "answer": answer})]})
+        monkeypatch.setenv("FLYWHEEL_MODEL", "openai/fake-cua")
+        monkeypatch.setenv("FLYWHEEL_API_BASE", server.url)
+        monkeypatch.setenv("FLYWHEEL_LLM_CACHE", str(tmp_path / "cache"))
+        summary = rollout(lake, "r-llm", "llm", ["shop"], task_ids=[task.task_id])
+        request = server.requests[0]
+    assert summary.sandboxes["shop"] == {"terminated": 1}, summary.errors
+    image = [p for m in request["messages"] if isinstance(m["content"], list) for p in m["content"] if p["type"] == "image_url"]
+    assert image and image[0]["image_url"]["url"].startswith("data:image/png;base64,")
+    traj = lake.query("SELECT * FROM trajectories WHERE run_id = 'r-llm'")[0]
+    assert traj["policy"] == "llm" and traj["model"] and traj["final_answer"] == answer
+    assert lake.query("SELECT count(*) AS n FROM llm_calls WHERE run_id = 'r-llm'")[0]["n"] == 1
