@@ -136,6 +136,64 @@ TABLES: dict[str, pa.Schema] = {
             ("recorded_at", TS),
         ]
     ),
+    # Mined failures: one row per finding (a step range of one trajectory).
+    "failures": pa.schema(
+        [
+            ("failure_id", pa.string()),
+            ("trajectory_id", pa.string()),
+            ("task_id", pa.string()),
+            ("sandbox", pa.string()),
+            ("policy", pa.string()),
+            ("first_step", pa.int32()),
+            ("last_step", pa.int32()),
+            ("kind", pa.string()),  # loop | bad_args | sensitive
+            ("reason", pa.string()),  # reason code, e.g. exact_repeat, coords_out_of_range, unconfirmed_sensitive
+            ("severity", pa.float64()),  # 0..1
+            ("evidence_json", pa.string()),
+            ("detector_version", pa.string()),
+            ("run_id", pa.string()),
+            ("recorded_at", TS),
+        ]
+    ),
+    # Per-step signals for Action-RL: action-type correctness Ct, argument quality Qt, sensitive-action
+    # penalty St, repetition penalty Lt, and the combined reward with the weights that produced it.
+    "step_rewards": pa.schema(
+        [
+            ("trajectory_id", pa.string()),
+            ("step_index", pa.int32()),
+            ("ct", pa.float64()),
+            ("qt", pa.float64()),
+            ("st", pa.float64()),
+            ("lt", pa.float64()),
+            ("reward", pa.float64()),
+            ("weights_json", pa.string()),
+            ("detector_version", pa.string()),
+            ("run_id", pa.string()),
+        ]
+    ),
+    # Which trajectories each detector version has mined, so re-runs process only new ones.
+    "mined": pa.schema(
+        [
+            ("trajectory_id", pa.string()),
+            ("detector_version", pa.string()),
+            ("undecidable_json", pa.string()),  # checks that could not run (no screenshot, no UI tree), counted
+            ("run_id", pa.string()),
+            ("recorded_at", TS),
+        ]
+    ),
+    # Targeted seeds for synthesis: a weakness seen in a task, with the step context.
+    "failure_seeds": pa.schema(
+        [
+            ("seed_id", pa.string()),
+            ("task_id", pa.string()),
+            ("sandbox", pa.string()),
+            ("kind", pa.string()),
+            ("reason", pa.string()),
+            ("context_json", pa.string()),
+            ("run_id", pa.string()),
+            ("recorded_at", TS),
+        ]
+    ),
     # One row per LLM call, cache hits included (cost 0), with the raw request and response.
     "llm_calls": pa.schema(
         [
