@@ -81,6 +81,9 @@ def main(argv: list[str] | None = None) -> int:
     show = cur.add_parser("show", help="tasks per pool (active | monitoring | mastered) per policy, sandbox, family")
     show.add_argument("--policy")
 
+    doc = sub.add_parser("doctor", help="check this machine: packages, browser, Docker, adb, LLM, Prefect, lake")
+    doc.add_argument("--no-llm-call", action="store_true", help="do not send the one cheap test request to the model")
+
     lake_p = sub.add_parser("lake", help="query and maintain the lake").add_subparsers(dest="lake_cmd", required=True)
     sql = lake_p.add_parser("sql", help="run SQL against the catalog's views (read-only)")
     sql.add_argument("query")
@@ -106,6 +109,8 @@ def main(argv: list[str] | None = None) -> int:
         return _curriculum(args)
     if args.command == "trajectories":
         return _import(args)
+    if args.command == "doctor":
+        return _doctor(args)
     if args.command == "lake":
         return _lake(args)
     if args.command == "tasks":
@@ -172,6 +177,20 @@ def _run_other(args: argparse.Namespace) -> int:
     console.print(Markdown(result["markdown"]))
     console.print(f"Report: {result['report']}")
     return 0
+
+
+def _doctor(args: argparse.Namespace) -> int:
+    from flywheel.doctor import run_checks
+
+    checks = run_checks(call_llm=not args.no_llm_call)
+    for c in checks:
+        mark = "ok " if c.ok else ("MISSING" if c.required else "absent ")
+        print(f"{mark:8} {c.name:20} {c.detail}")
+        if not c.ok and c.fix:
+            print(f"{'':8} {'':20} fix: {c.fix}")
+    missing = [c for c in checks if c.required and not c.ok]
+    print(f"\n{len(missing)} required item(s) missing" if missing else "\neverything required is here")
+    return 1 if missing else 0
 
 
 def _import(args: argparse.Namespace) -> int:
