@@ -20,6 +20,18 @@ class SandboxError(Exception):
     """The sandbox cannot be used; the message names the problem and what to do about it."""
 
 
+def stop_process(proc: subprocess.Popen | None, grace_s: float = 5.0) -> None:
+    """Terminate, then kill if it will not go."""
+    if proc is None or proc.poll() is not None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(timeout=grace_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -124,13 +136,7 @@ class AppProcess:
         _sqlite_copy(self.snapshot_path, self.state_path)
 
     def stop(self) -> None:
-        if self.proc and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        stop_process(self.proc)
         self.proc = None
 
     def close(self) -> None:

@@ -37,7 +37,7 @@ from sandboxes.actions import (
     Type,
     Wait,
 )
-from sandboxes.app_process import AppProcess, SandboxError, free_port
+from sandboxes.app_process import AppProcess, SandboxError, free_port, stop_process
 from sandboxes.driver import ActionResult, Health, Observation
 from sandboxes.skills import InjectionError, Skill, run_sql_skill
 from verifier_templates.base import Probe
@@ -179,12 +179,7 @@ class SharedBrowser:
         raise SandboxError(f"Chromium ({executable}) did not open its debugging port; {BROWSER_FIX}")
 
     def close(self) -> None:
-        if self.proc and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
+        stop_process(self.proc)
         self.proc = None
         if self._profile:
             shutil.rmtree(self._profile, ignore_errors=True)
