@@ -20,6 +20,7 @@ def test_two_workers_share_one_chromium_and_keep_state_apart(shop_manifest):
         con.commit()
         con.close()
         driver.observe(screenshot=False)  # the page opens through the shared browser
+        driver.page.wait_for_timeout(400)  # long enough that the second worker is up before the queue drains
         return i, driver.app.port, before, driver.probe(COUNT), driver.host.endpoint
 
     results = SandboxPool(shop_manifest, workers=2).map(job, range(6))
