@@ -172,7 +172,7 @@ class _Composer:
         details = _join([f"{_spoken_label(f.field.label)} {f.spoken}" for f in fills if f.field.type != "checkbox"])
         ticks = [f"tick {quote(f.field.label)}" for f in fills if f.field.type == "checkbox"]
         instruction = f"{rng.choice(OPENERS)}{main} with {details}{', and ' + _join(ticks) if ticks else ''}."
-        reference = [{"action": "goto", "url": url}, *[f.action for f in fills], self._submit(form)]
+        reference = [{"action": "goto", "url": url}, *[f.action for f in fills], *self._submit(form)]
         params = {"form": form.label, "page": url, "values": {f.field.name: f.stored for f in fills}}
         verifier = {"template": "row_exists", "params": {"table": table.name, "where": where}}
         return self._spec("create", url, instruction, params, seed, [], verifier, reference)
@@ -226,7 +226,7 @@ class _Composer:
         instruction = f"{rng.choice(OPENERS)}{_join(phrases)}."
         where = dict(key) | {f.column: f.stored for f in fills if f.column}
         verifier = {"template": "row_exists", "params": {"table": table.name, "where": where}}
-        reference = [{"action": "goto", "url": url}, *[f.action for f in fills], self._submit(form)]
+        reference = [{"action": "goto", "url": url}, *[f.action for f in fills], *self._submit(form)]
         params = {"form": form.label, "page": url, "key": key, "values": {f.field.name: f.stored for f in fills}}
         return self._spec("update", url, instruction, params, seed, injection, verifier, reference)
 
@@ -244,7 +244,7 @@ class _Composer:
         url = _fill_path(rng.choice(pages).path, row["id"])
         instruction = f"{rng.choice(OPENERS)}delete the {singular(table.name)} {quote(row[table.display_column])}."
         verifier = {"template": "row_absent", "params": {"table": table.name, "where": {"id": row["id"]}}}
-        reference = [{"action": "goto", "url": url}, self._submit(form)]
+        reference = [{"action": "goto", "url": url}, *self._submit(form)]
         injection = [{"skill": self._insert_skill(table).name, "args": row}]
         params = {"form": form.label, "page": url, "row": row["id"]}
         return self._spec("delete", url, instruction, params, seed, injection, verifier, reference)
@@ -310,7 +310,7 @@ class _Composer:
             actions.append({"action": "select", "target": self._target(form, f), "value": value})
             lookaheads.append(f"(?=(?:.*&)?{re.escape(f.name)}={re.escape(value)}(?:&|$))")
             said += f" with {f.label.lower()} set to {quote(text)}"
-        actions.append(self._submit(form))
+        actions.extend(self._submit(form))
         path = re.escape(route.path)
         verifier = {"template": "url_matches", "params": {"pattern": f"{path}\\?{''.join(lookaheads)}"}}
         instruction = f"{said}{rng.choice(('.', ' and show me the results.', ' for me.'))}"
@@ -384,11 +384,19 @@ class _Composer:
             t["within"] = form.label
         return t
 
-    def _submit(self, form: Form) -> dict[str, Any]:
-        target: dict[str, Any] = {"role": "button", "name": form.buttons[0] if form.buttons else "Submit"}
+    def _submit(self, form: Form) -> list[dict[str, Any]]:
+        """Press the form's button; a control the manifest declares sensitive is confirmed with the
+        user first, as a careful agent should (and as the training data should show)."""
+        name = form.buttons[0] if form.buttons else "Submit"
+        target: dict[str, Any] = {"role": "button", "name": name}
         if form.label and "{{" not in form.label:
             target["within"] = form.label
-        return {"action": "left_click", "target": target}
+        click = {"action": "left_click", "target": target}
+        kind = self.req.manifest.sensitive_kind(name)
+        if kind is None:
+            return [click]
+        ask = {"action": "call_user", "reason": f"This will {kind} ({name}). Shall I go ahead?"}
+        return [ask, click]
 
     def _fill(self, form: Form, f: Field, table: Table, rng: random.Random, ctx_table: str | None, ctx_row: dict | None, current: Any = None) -> _Fill | None:
         if not f.label or "{{" in f.label:
