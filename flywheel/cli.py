@@ -62,7 +62,15 @@ def main(argv: list[str] | None = None) -> int:
     ro.add_argument("--workers", type=int, default=1)
     ro.add_argument("--noise", help="scripted-noisy fault rates, e.g. loop=0.2,bad_args=0.1,premature=0.1")
     run.add_parser("judge", help="give every new trajectory a verdict (pass | failed | env_error), votes kept")
-    cyc = run.add_parser("cycle", help="synthesize -> rollout -> judge -> curriculum, with an iteration report")
+    mf = run.add_parser(
+        "mine-failures",
+        help="find repetition loops, bad action arguments and sensitive-action errors; per-step rewards",
+        description="Vectorised detectors over the steps table. Incremental: only trajectories not yet mined with "
+        "this detector version are read; re-running adds nothing. Writes failures, step_rewards, failure_seeds.",
+    )
+    mf.add_argument("--policy", help="only this policy's trajectories")
+    mf.add_argument("--since", help="only trajectories recorded since this time (ISO 8601)")
+    cyc = run.add_parser("cycle", help="synthesize -> rollout -> judge -> mine -> curriculum, with an iteration report")
     cyc.add_argument("--policy", default="scripted-noisy", choices=["replay", "scripted-noisy", "llm"])
     cyc.add_argument("--sandbox", action="append", dest="sandboxes", metavar="NAME")
     cyc.add_argument("--count", type=int, default=40)
@@ -80,6 +88,10 @@ def main(argv: list[str] | None = None) -> int:
     cur = sub.add_parser("curriculum", help="curriculum pools").add_subparsers(dest="cur_cmd", required=True)
     show = cur.add_parser("show", help="tasks per pool (active | monitoring | mastered) per policy, sandbox, family")
     show.add_argument("--policy")
+
+    ev = sub.add_parser("eval", help="measure the flywheel's own detectors").add_subparsers(dest="eval_cmd", required=True)
+    evm = ev.add_parser("mining", help="precision and recall per failure kind, as JSON")
+    evm.add_argument("--labels", type=Path, help="JSONL of {trajectory_id, kind, step}; default: the scripted-noisy policy's injected faults")
 
     doc = sub.add_parser("doctor", help="check this machine: packages, browser, Docker, adb, LLM, Prefect, lake")
     doc.add_argument("--no-llm-call", action="store_true", help="do not send the one cheap test request to the model")
@@ -111,6 +123,8 @@ def main(argv: list[str] | None = None) -> int:
         return _import(args)
     if args.command == "doctor":
         return _doctor(args)
+    if args.command == "eval":
+        return _eval_mining(args)
     if args.command == "lake":
         return _lake(args)
     if args.command == "tasks":
@@ -166,6 +180,12 @@ def _run_other(args: argparse.Namespace) -> int:
             console.print(f"[red]error:[/] {e}")
         console.print(f"Next: flywheel run judge   (lake: {root})")
         return 0 if result["episodes"] else 1
+    if args.flow == "mine-failures":
+        from flows.failure_mining.flow import mine_failures
+
+        result = mine_failures(policy=args.policy, since=args.since, lake_root=root)
+        console.print(Markdown(result["markdown"]))
+        return 0
     if args.flow == "judge":
         from flows.judging.flow import judge
 
@@ -176,6 +196,14 @@ def _run_other(args: argparse.Namespace) -> int:
     result = cycle(policy=args.policy, sandboxes=args.sandboxes, count=args.count, episodes=args.episodes, lake_root=root)
     console.print(Markdown(result["markdown"]))
     console.print(f"Report: {result['report']}")
+    return 0
+
+
+def _eval_mining(args: argparse.Namespace) -> int:
+    from flows.failure_mining.evaluation import evaluate
+    from lake import Lake
+
+    print(json.dumps(evaluate(Lake(), args.labels), indent=1, default=str))
     return 0
 
 

@@ -8,6 +8,7 @@ from prefect.artifacts import create_markdown_artifact
 from flows.curriculum.curriculum import pool_report
 from flows.curriculum.flow import curriculum
 from flows.cycle.chart import success_chart_svg
+from flows.failure_mining.flow import mine_failures
 from flows.judging.flow import judge
 from flows.rollout.flow import rollout
 from flows.task_synthesis.flow import synthesize_tasks
@@ -27,6 +28,7 @@ def cycle(
     synth = synthesize_tasks(sandboxes=sandboxes, count=count, seed=seed, lake_root=str(lake.root))
     rolled = rollout(policy=policy, sandboxes=sandboxes, episodes=episodes, lake_root=str(lake.root))
     judged = judge(lake_root=str(lake.root))
+    mined = mine_failures(lake_root=str(lake.root))
     pools = curriculum(lake_root=str(lake.root))
     rates = lake.query(
         "SELECT v.sandbox, t.family, count(*) AS episodes, "
@@ -37,6 +39,7 @@ def cycle(
     ) if lake.files("verdicts") else []
     lines = [
         f"# cycle ({policy})", "", synth["markdown"], "", rolled["markdown"], "", judged["markdown"], "",
+        mined["markdown"], "",
         "## success rate per sandbox and family", "", "| sandbox | family | episodes | success rate |", "|---|---|---|---|",
         *[f"| {r['sandbox']} | {r['family']} | {r['episodes']} | {r['success_rate']} |" for r in rates],
         "", "## curriculum pools", "", "| policy | sandbox | family | pool | tasks | mean rate |", "|---|---|---|---|---|---|",

@@ -90,13 +90,28 @@ class ScriptedNoisyPolicy:
 
     def start(self, task: TaskSpec, episode: int) -> None:
         self._rng = episode_rng(task.task_id, episode, self.name)
-        self._todo = parse_actions(task.reference)
+        self._todo = self._with_confirmations(parse_actions(task.reference))
         self._half = max(1, len(self._todo) // 2)
         self._done = 0
         self._last: Action | None = None
         self._looping = 0
         self._stop_early = self._rng.random() < self.rates.premature
-        self._confirmed = False
+        self._unconfirmed = False
+
+    def _kind(self, action: Action) -> str | None:
+        if isinstance(action, Click) and action.target and action.target.name:
+            return self.sensitive_kind(action.target.name)
+        return None
+
+    def _with_confirmations(self, actions: list[Action]) -> list[Action]:
+        """The careful plan: every sensitive action right after a call_user (the reference may have it)."""
+        out: list[Action] = []
+        for a in actions:
+            kind = self._kind(a)
+            if kind and not (out and isinstance(out[-1], CallUser)):
+                out.append(CallUser(reason=f"This will {kind}: {a.target.name}. Shall I go ahead?"))
+            out.append(a)
+        return out
 
     def next_turn(self, observation: Observation) -> PolicyTurn:
         rng = self._rng
@@ -111,29 +126,27 @@ class ScriptedNoisyPolicy:
             action = Terminate(status="success")
             return PolicyTurn(_raw([action]), [action])
         nxt = self._todo[0]
-        kind = self.sensitive_kind(nxt.target.name or "") if isinstance(nxt, Click) and nxt.target else None
-        if kind and not self._confirmed:
-            self._confirmed = True
-            if rng.random() >= self.rates.unconfirmed:  # a careful agent asks before paying, sending, deleting
-                ask = CallUser(reason=f"This will {kind}: {nxt.target.name}. Shall I go ahead?")
-                return PolicyTurn(_raw([ask]), [ask])
-            self._unconfirmed_next = True
-        if not kind and rng.random() < self.rates.overcautious:
+        confirming = isinstance(nxt, CallUser) and len(self._todo) > 1 and self._kind(self._todo[1])
+        if confirming and rng.random() < self.rates.unconfirmed:
+            self._todo.pop(0)  # skip the confirmation: the sensitive action follows unasked
+            self._unconfirmed = True
+            nxt = self._todo[0]
+        kind = self._kind(nxt)
+        plain = not kind and not isinstance(nxt, (CallUser, Goto, Terminate))
+        if plain and rng.random() < self.rates.overcautious:
             ask = CallUser(reason="Is it all right if I continue?")
             return PolicyTurn(_raw([ask]), [ask], ["overcautious"])
-        if rng.random() < self.rates.bad_args and not isinstance(nxt, (Goto, Terminate)):
+        if plain and rng.random() < self.rates.bad_args:
             action = Click(x=rng.randint(900, 999), y=rng.randint(960, 999))  # the empty bottom-right corner
             return PolicyTurn(_raw([action]), [action], ["bad_args"])
         action = self._todo.pop(0)
         self._done += 1
         self._last = action
         faults = []
-        if kind:
-            self._confirmed = False  # each sensitive action needs its own confirmation
-            if getattr(self, "_unconfirmed_next", False):
-                faults.append("unconfirmed_sensitive")
-                self._unconfirmed_next = False
-        elif rng.random() < self.rates.loop and not isinstance(action, Terminate):
+        if kind and self._unconfirmed:
+            faults.append("unconfirmed_sensitive")
+            self._unconfirmed = False
+        elif plain and rng.random() < self.rates.loop:
             self._looping = rng.randint(2, 3)
         return PolicyTurn(_raw([action]), [action], faults)
 

@@ -1,0 +1,699 @@
+"""Failure detectors: small pure functions over a whole steps table, vectorised with polars expressions.
+
+Every `detect_*` is called on a steps frame (raw `steps` rows, or `features.step_features` of them) and
+returns one row per finding: trajectory_id, first_step, last_step, kind, reason, severity (0..1),
+evidence (JSON). Every `undecidable_*` returns, for its check, how often the check could not be decided
+per trajectory (trajectory_id, check, n): a missing screen is counted there, never guessed. Each is a
+`Check` whose `.plan(features)` is its lazy query; `run_checks` collects all of them in one parallel batch.
+Repeats of the previous turn are left to the loop detectors: a repeat's failure is a loop symptom, not a
+bad argument.
+
+What each detector decides (kind / reason):
+
+loop / exact_repeat
+    the same turn (identical actions JSON) issued 3+ times in a row, with at least 2 of the repeats
+    ineffective: the repeat failed, or it left the screen unchanged. Pressing "next" on a paginated list
+    changes the screen every time, so it is not a loop. The range covers the repeats, not the original.
+loop / short_cycle
+    a period 2-4 cycle over (turn, screen): for p consecutive steps the turn and the screen it was taken on
+    equal those p steps earlier (A-B-A-B on the same screens). Smallest period wins; period 1 is
+    exact_repeat's.
+loop / no_progress
+    3+ consecutive steps whose actions all left the screen unchanged (call_user and terminate break the
+    streak: asking and stopping are not attempts to change the screen).
+loop / repeated_typing
+    the same type action (same target and text) issued on 3+ steps of a trajectory, not all in one
+    consecutive run (a single run is exact_repeat's). The range runs from the second issue to the last.
+bad_args / format_error, schema_invalid, coords_out_of_range
+    `format_error` set (codes no_tool_call, unparseable_json -> format_error; unknown_action,
+    invalid_arguments -> schema_invalid; a coordinate outside 0..999 -> coords_out_of_range), an action name
+    outside the action space, or a coordinate outside 0..999 in the actions JSON.
+bad_args / click_hit_nothing
+    the ARIA snapshot has no boxes, so "hits nothing" is decided from effects: a targeted click that failed
+    (no such element), or a coordinate click that failed or left the screen unchanged - unless the next
+    step typed into the focused element and changed it (the click focused a field). A coordinate click
+    whose effect is unknown is undecidable.
+bad_args / type_no_editable
+    a type that failed (no such or no editable field), or a targetless type that left the screen
+    unchanged (nothing focused took the text).
+bad_args / zero_delta_scroll
+    a scroll or hscroll of 0 pixels. A non-zero scroll that left the screenshot unchanged may sit at the end
+    of the page (no scroll offset is recorded), so it is counted undecidable, as is one with no screenshot.
+bad_args / wrong_app
+    steps whose URL host differs from the trajectory's first URL host, or a goto to an absolute URL on
+    another host; consecutive steps make one finding. A step (or trajectory start) without a URL is
+    undecidable.
+sensitive / unconfirmed_sensitive
+    a step acting on a control the sandbox manifest declares sensitive with no call_user in the step
+    before - or earlier, when every step since that call_user provably left the screen unchanged (the
+    screen the user approved is the screen acted on).
+sensitive / overcautious
+    a call_user whose next effective step (one that changed the screen, has an unknown effect, is
+    sensitive, or terminates) is not sensitive.
+premature / terminated_failed, terminated_early
+    a terminate in a trajectory whose verdict is `failed`; without a verdict, a terminate after fewer
+    progress steps (not call_user, not a repeat, not failed, not a format error, not a coordinate click
+    that changed nothing) than the task's reference has non-terminate actions (`reference_len`). With
+    neither, the terminate is undecidable.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+
+import polars as pl
+
+from flows.failure_mining.features import CLICKS, HOST, SCROLLS, as_features, nxt, prev
+from sandboxes.actions import ACTION_NAMES
+
+FINDING_SCHEMA = {
+    "trajectory_id": pl.String,
+    "first_step": pl.Int32,
+    "last_step": pl.Int32,
+    "kind": pl.String,
+    "reason": pl.String,
+    "severity": pl.Float64,
+    "evidence": pl.String,
+}
+UNDECIDABLE_SCHEMA = {"trajectory_id": pl.String, "check": pl.String, "n": pl.UInt32}
+# How bad each reason is (0..1): feeds the findings' severity and the per-step rewards.
+SEVERITY = {
+    "exact_repeat": 1.0,
+    "short_cycle": 0.8,
+    "no_progress": 0.6,
+    "repeated_typing": 0.6,
+    "format_error": 1.0,
+    "schema_invalid": 1.0,
+    "coords_out_of_range": 1.0,
+    "click_hit_nothing": 0.7,
+    "type_no_editable": 0.7,
+    "zero_delta_scroll": 0.5,
+    "wrong_app": 0.9,
+    "unconfirmed_sensitive": 1.0,
+    "overcautious": 0.3,
+    "terminated_failed": 1.0,
+    "terminated_early": 0.7,
+}
+MIN_REPEATS = 3  # turns in a row for exact_repeat (the original + 2 repeats)
+MIN_INEFFECTIVE = 2  # repeats that must have changed nothing or failed
+NO_PROGRESS_STEPS = 3
+PERIODS = (2, 3, 4)
+_MAX_EVIDENCE_ACTION = 300
+_OUT_OF_RANGE = r'"(?:x|y|x2|y2)"\s*:\s*(?:-\d|\d{4,}|\d+\.\d*[1-9])'
+_FORMAT_OUT_OF_RANGE = r"(?:^|[\s;:])(?:x|y|x2|y2): Input should be (?:less|greater) than or equal to"
+_ZERO_PIXELS = r'"pixels"\s*:\s*-?0(?:\.0*)?\s*[,}]'
+_WITH_COORDINATES = (*CLICKS, *SCROLLS, "mouse_move", "left_click_drag", "long_press", "swipe")
+_GOTO_URL = r'"url"\s*:\s*"([A-Za-z][A-Za-z0-9+.-]*://[^"]*)"'
+
+
+# ---- the detector shape ---------------------------------------------------------------------------------
+
+
+class Check:
+    """A detector: `plan(features)` builds its lazy query; calling it on a steps frame (raw steps or
+    features) runs that query and returns a DataFrame, so tests and flows call it like a function."""
+
+    def __init__(self, plan: Callable[[pl.LazyFrame], pl.LazyFrame]) -> None:
+        self.plan = plan
+        functools.update_wrapper(self, plan)
+
+    def __call__(self, steps: pl.LazyFrame | pl.DataFrame) -> pl.DataFrame:
+        return self.plan(as_features(steps)).collect()
+
+
+def check(plan: Callable[[pl.LazyFrame], pl.LazyFrame]) -> Check:
+    """Decorator: a plan over features becomes a detector callable on steps."""
+    return Check(plan)
+
+
+# ---- helpers --------------------------------------------------------------------------------------------
+
+
+def _unchanged() -> pl.Expr:
+    """The step's action provably left the screen as it was (false when unknown)."""
+    return (pl.col("changed") == False).fill_null(False)  # noqa: E712  (a polars expression)
+
+
+def _action_text() -> pl.Expr:
+    """The turn's actions JSON, cut short for evidence."""
+    return pl.col("act").str.slice(0, _MAX_EVIDENCE_ACTION)
+
+
+def _findings(
+    frame: pl.LazyFrame,
+    kind: str,
+    reason: str | pl.Expr,
+    first: pl.Expr,
+    last: pl.Expr,
+    evidence: dict[str, pl.Expr],
+) -> pl.LazyFrame:
+    """Shape rows of any detector into the findings schema; severity follows the reason."""
+    reason_expr = pl.lit(reason) if isinstance(reason, str) else reason
+    return frame.select(
+        pl.col("trajectory_id"),
+        first.cast(pl.Int32).alias("first_step"),
+        last.cast(pl.Int32).alias("last_step"),
+        pl.lit(kind).alias("kind"),
+        reason_expr.alias("reason"),
+        reason_expr.replace_strict(SEVERITY, default=0.5, return_dtype=pl.Float64).alias("severity"),
+        pl.struct(**evidence).struct.json_encode().alias("evidence"),
+    )
+
+
+def _steps(
+    frame: pl.LazyFrame, kind: str, reason: str | pl.Expr, evidence: dict[str, pl.Expr]
+) -> pl.LazyFrame:
+    """One finding per step of an already filtered frame."""
+    return _findings(frame, kind, reason, pl.col("step_index"), pl.col("step_index"), evidence)
+
+
+def runs(frame: pl.LazyFrame, flag: pl.Expr, **aggs: pl.Expr) -> pl.LazyFrame:
+    """Maximal runs of consecutive steps of one trajectory where `flag` holds: one row per run with
+    trajectory_id, first_step, last_step, n and the extra aggregations (over the run's rows).
+    Only flagged rows are kept before grouping; adjacency is read from the row number."""
+    t, row, step = pl.col("traj_no"), pl.col("row"), pl.col("step_index")
+    adjacent = ((t == t.shift(1)) & (row == row.shift(1) + 1)).fill_null(False)
+    return (
+        frame.filter(flag.fill_null(False))
+        .with_columns(_run=(~adjacent).cum_sum())
+        .group_by("_run")
+        .agg(pl.col("trajectory_id").first(), first_step=step.min(), last_step=step.max(), n=pl.len(), **aggs)
+    )
+
+
+def _count(frame: pl.LazyFrame, name: str) -> pl.LazyFrame:
+    """Undecidable cases (one per row of `frame`) counted per trajectory."""
+    return (
+        frame.group_by("trajectory_id")
+        .agg(n=pl.len())
+        .select("trajectory_id", pl.lit(name).alias("check"), pl.col("n").cast(pl.UInt32))
+    )
+
+
+# ---- loops ----------------------------------------------------------------------------------------------
+
+
+def _repeat_runs(f: pl.LazyFrame) -> pl.LazyFrame:
+    """Runs of the same turn issued back to back, with how many repeats were (in)decidably ineffective."""
+    member = pl.col("is_repeat") | nxt(pl.col("is_repeat")).fill_null(False)
+    ineffective = pl.col("is_repeat") & (pl.col("failed") | _unchanged())
+    undecided = pl.col("is_repeat") & ~pl.col("failed") & pl.col("unknown")
+    return (
+        f.with_columns(_run=(~pl.col("is_repeat")).cum_sum())
+        .filter(member)
+        .group_by("_run")
+        .agg(
+            pl.col("trajectory_id").first(),
+            first_step=pl.col("step_index").min(),
+            first_repeat=pl.col("step_index").filter(pl.col("is_repeat")).min(),
+            last_step=pl.col("step_index").max(),
+            n=pl.len(),
+            ineffective=ineffective.sum(),
+            undecided=undecided.sum(),
+            action=_action_text().first(),
+        )
+        .filter(pl.col("n") >= MIN_REPEATS)
+    )
+
+
+@check
+def detect_exact_repeats(f: pl.LazyFrame) -> pl.LazyFrame:
+    """The agent re-issued a turn that already did nothing: the commonest loop of failed trajectories."""
+    found = _repeat_runs(f).filter(pl.col("ineffective") >= MIN_INEFFECTIVE)
+    return _findings(
+        found,
+        "loop",
+        "exact_repeat",
+        pl.col("first_repeat"),
+        pl.col("last_step"),
+        {
+            "original_step": pl.col("first_step"),
+            "repeats": pl.col("n") - 1,
+            "ineffective": pl.col("ineffective"),
+            "action": pl.col("action"),
+        },
+    )
+
+
+@check
+def undecidable_exact_repeats(f: pl.LazyFrame) -> pl.LazyFrame:
+    """Repeat runs that would be loops if the repeats whose effect is unknown had changed nothing."""
+    undecided = _repeat_runs(f).filter(
+        (pl.col("ineffective") < MIN_INEFFECTIVE)
+        & (pl.col("ineffective") + pl.col("undecided") >= MIN_INEFFECTIVE)
+    )
+    return _count(undecided, "exact_repeat")
+
+
+def _same_screen(a: str, b: str) -> pl.Expr:
+    """Whether two screens are equal (UI trees first, else screenshots); null when they cannot be compared."""
+
+    def eq(col: str) -> pl.Expr:
+        x, y = pl.col(f"{col}{a}"), pl.col(f"{col}{b}")
+        return pl.when(x.is_not_null() & y.is_not_null()).then(x == y)
+
+    return pl.coalesce(eq("tree"), eq("shot"))
+
+
+def _cycles(f: pl.LazyFrame) -> pl.LazyFrame:
+    """Steps whose turn repeats the one p steps back (p = 2..4; the smallest wins) but not the one just
+    before, with `period` and `cyc` (the screen repeats too: true/false/null). The lagged values are plain
+    integer shifts taken before the (very selective) filter, so only candidates get compared further."""
+    lags = (1, *PERIODS)
+    f = f.select(
+        "trajectory_id",
+        "traj_no",
+        "row",
+        "step_index",
+        "act",
+        "act_h",
+        "tree",
+        "shot",
+        **{f"{c}_{p}": pl.col(c).shift(p) for c in ("act_h", "traj_no", "tree", "shot") for p in lags},
+    )
+    match = {
+        p: (pl.col(f"act_h_{p}") == pl.col("act_h")) & (pl.col(f"traj_no_{p}") == pl.col("traj_no"))
+        for p in lags
+    }
+    period = pl.lit(None, dtype=pl.Int32)
+    cyc = pl.lit(None, dtype=pl.Boolean)
+    for p in reversed(PERIODS):  # the smallest matching period is applied last, so it wins
+        period = pl.when(match[p]).then(pl.lit(p, dtype=pl.Int32)).otherwise(period)
+        cyc = pl.when(match[p]).then(_same_screen("", f"_{p}")).otherwise(cyc)
+    candidate = pl.any_horizontal(match[p] for p in PERIODS).fill_null(False) & ~match[1].fill_null(False)
+    return f.filter(candidate & (pl.col("act") != "[]")).with_columns(period=period, cyc=cyc)
+
+
+@check
+def detect_short_cycles(f: pl.LazyFrame) -> pl.LazyFrame:
+    """A-B-A-B on the same screens: the agent goes round in a circle without getting anywhere."""
+    cands = _cycles(f)
+    parts = []
+    for p in PERIODS:
+        found = runs(cands, pl.col("cyc") & (pl.col("period") == p)).filter(pl.col("n") >= p)
+        parts.append(
+            _findings(
+                found, "loop", "short_cycle", pl.col("first_step"), pl.col("last_step"), {"period": pl.lit(p)}
+            )
+        )
+    return pl.concat(parts)
+
+
+@check
+def undecidable_short_cycles(f: pl.LazyFrame) -> pl.LazyFrame:
+    """Turn cycles whose screens cannot be compared: a cycle or a walk through new screens, unknown."""
+    cands = _cycles(f)
+    parts = [
+        runs(cands, pl.col("cyc").is_null() & (pl.col("period") == p))
+        .filter(pl.col("n") >= p)
+        .select("trajectory_id")
+        for p in PERIODS
+    ]
+    return _count(pl.concat(parts), "short_cycle")
+
+
+def _streak_step() -> pl.Expr:
+    """Steps that can extend a no-progress streak (asking and stopping are not attempts to act)."""
+    return ~pl.col("has_call_user") & ~pl.col("has_terminate")
+
+
+@check
+def detect_no_progress(f: pl.LazyFrame) -> pl.LazyFrame:
+    """Whatever the actions were, the screen stayed the same for k of them: the agent is stuck."""
+    found = runs(f, _unchanged() & _streak_step()).filter(pl.col("n") >= NO_PROGRESS_STEPS)
+    return _findings(
+        found, "loop", "no_progress", pl.col("first_step"), pl.col("last_step"), {"steps": pl.col("n")}
+    )
+
+
+@check
+def undecidable_no_progress(f: pl.LazyFrame) -> pl.LazyFrame:
+    """Streaks that reach k steps only by counting steps whose effect is unknown."""
+    maybe = (_unchanged() | pl.col("unknown")) & _streak_step()
+    found = runs(f, maybe, decided=_unchanged().sum(), missing=pl.col("unknown").sum())
+    return _count(
+        found.filter(
+            (pl.col("n") >= NO_PROGRESS_STEPS)
+            & (pl.col("missing") > 0)
+            & (pl.col("decided") < NO_PROGRESS_STEPS)
+        ),
+        "no_progress",
+    )
+
+
+@check
+def detect_repeated_typing(f: pl.LazyFrame) -> pl.LazyFrame:
+    """The same text typed into the same place again and again, across other steps."""
+    found = (
+        f.filter(pl.col("action_name") == "type")
+        .group_by(key=pl.col("act_h") ^ pl.col("traj_no").hash())  # (trajectory, turn) as one integer
+        .agg(
+            pl.col("trajectory_id").first(),
+            n=pl.len(),
+            occasions=(~pl.col("is_repeat")).sum(),
+            steps=pl.col("step_index"),
+            act=pl.col("act").first(),
+        )
+        .filter((pl.col("n") >= 3) & (pl.col("occasions") >= 2))
+    )
+    return _findings(
+        found,
+        "loop",
+        "repeated_typing",
+        pl.col("steps").list.get(1),
+        pl.col("steps").list.last(),
+        {"times": pl.col("n"), "steps": pl.col("steps"), "action": _action_text()},
+    )
+
+
+# ---- bad arguments --------------------------------------------------------------------------------------
+
+
+@check
+def detect_format_errors(f: pl.LazyFrame) -> pl.LazyFrame:
+    """Output that did not parse or did not fit the action schema: nothing was executed."""
+    f = f.filter(pl.col("format_error").is_not_null())
+    code = pl.col("format_error").str.extract(r"^([a-z_]+)\s*:", 1)
+    reason = (
+        pl.when(pl.col("format_error").str.contains(_FORMAT_OUT_OF_RANGE))
+        .then(pl.lit("coords_out_of_range"))
+        .when(code.is_in(["unknown_action", "invalid_arguments"]))
+        .then(pl.lit("schema_invalid"))
+        .otherwise(pl.lit("format_error"))
+    )
+    return _steps(f, "bad_args", reason, {"format_error": pl.col("format_error").str.slice(0, 300)})
+
+
+@check
+def detect_invalid_actions(f: pl.LazyFrame) -> pl.LazyFrame:
+    """Actions that reached the table unvalidated (imports): unknown names or coordinates off the grid."""
+    unknown = pl.col("action_name").is_not_null() & ~pl.col("action_name").is_in(sorted(ACTION_NAMES))
+    found = (
+        f.filter(
+            pl.col("format_error").is_null()
+            & (unknown | pl.col("targetless") & pl.col("action_name").is_in(_WITH_COORDINATES))
+        )
+        .with_columns(off_grid=pl.col("act").str.contains(_OUT_OF_RANGE), unknown=unknown)
+        .filter(pl.col("off_grid") | pl.col("unknown"))
+    )
+    reason = (
+        pl.when(pl.col("off_grid")).then(pl.lit("coords_out_of_range")).otherwise(pl.lit("schema_invalid"))
+    )
+    return _steps(found, "bad_args", reason, {"action": _action_text()})
+
+
+def _first_attempt() -> pl.Expr:
+    """Not a repeat of the previous turn (repeats are judged by the loop detectors)."""
+    return ~pl.col("is_repeat")
+
+
+def _click_hit_nothing() -> pl.Expr:
+    """Clicks that provably hit nothing (see the module docstring)."""
+    focused_then_typed = (
+        (nxt(pl.col("action_name")) == "type")
+        & nxt(pl.col("targetless"))
+        & ~nxt(pl.col("failed"))
+        & (nxt(pl.col("changed")) == True)  # noqa: E712
+    ).fill_null(False)
+    coordinate = pl.col("targetless") & (pl.col("failed") | (_unchanged() & ~focused_then_typed))
+    targeted = ~pl.col("targetless") & pl.col("failed")
+    return pl.col("action_name").is_in(CLICKS) & _first_attempt() & (coordinate | targeted)
+
+
+@check
+def detect_click_hit_nothing(f: pl.LazyFrame) -> pl.LazyFrame:
+    """A click that landed on no interactive element: wrong coordinates or a target that is not there."""
+    found = f.filter(_click_hit_nothing())
+    return _steps(
+        found,
+        "bad_args",
+        "click_hit_nothing",
+        {
+            "action": _action_text(),
+            "point": pl.col("points_json"),
+            "error": pl.col("error"),
+            "failed": pl.col("failed"),
+        },
+    )
+
+
+@check
+def undecidable_click_hit_nothing(f: pl.LazyFrame) -> pl.LazyFrame:
+    """Coordinate clicks whose effect on the screen is unknown."""
+    unknown = (
+        pl.col("action_name").is_in(CLICKS)
+        & pl.col("targetless")
+        & _first_attempt()
+        & ~pl.col("failed")
+        & pl.col("unknown")
+    )
+    return _count(f.filter(unknown), "click_hit_nothing")
+
+
+@check
+def detect_type_no_editable(f: pl.LazyFrame) -> pl.LazyFrame:
+    """Text typed where nothing editable was: the field was missing or nothing had focus."""
+    typed_into_nothing = pl.col("failed") | (pl.col("targetless") & _unchanged())
+    found = f.filter((pl.col("action_name") == "type") & _first_attempt() & typed_into_nothing)
+    return _steps(found, "bad_args", "type_no_editable", {"action": _action_text(), "error": pl.col("error")})
+
+
+@check
+def undecidable_type_no_editable(f: pl.LazyFrame) -> pl.LazyFrame:
+    """Targetless typing whose effect on the screen is unknown."""
+    unknown = (
+        (pl.col("action_name") == "type")
+        & pl.col("targetless")
+        & _first_attempt()
+        & ~pl.col("failed")
+        & pl.col("unknown")
+    )
+    return _count(f.filter(unknown), "type_no_editable")
+
+
+def _scrolls(f: pl.LazyFrame) -> pl.LazyFrame:
+    """Scroll steps only, with `zero` = the scroll was of 0 pixels."""
+    return f.filter(pl.col("action_name").is_in(SCROLLS)).with_columns(
+        zero=pl.col("act").str.contains(_ZERO_PIXELS)
+    )
+
+
+@check
+def detect_zero_delta_scrolls(f: pl.LazyFrame) -> pl.LazyFrame:
+    """A scroll of 0 pixels moves nothing: a wasted step with a broken argument."""
+    return _steps(_scrolls(f).filter("zero"), "bad_args", "zero_delta_scroll", {"action": _action_text()})
+
+
+@check
+def undecidable_scroll_effect(f: pl.LazyFrame) -> pl.LazyFrame:
+    """Non-zero scrolls whose screenshot did not change (end of page?) or is missing: not guessed."""
+    moved = pl.col("shot_changed").fill_null(False)
+    return _count(_scrolls(f).filter(~pl.col("zero") & pl.col("same_next") & ~moved), "scroll_effect")
+
+
+def _host(url: pl.Expr) -> pl.Expr:
+    return url.str.extract(HOST, 1).str.to_lowercase()
+
+
+def _foreign(f: pl.LazyFrame) -> pl.LazyFrame:
+    """Steps on another host than the trajectory's first URL, or a goto to one (`foreign` flag). A cheap
+    prefix test keeps the few candidates; their hosts are then compared case-insensitively, any scheme."""
+    url, origin = pl.col("url"), pl.col("first_origin")
+    absolute_goto = (pl.col("action_name") == "goto") & pl.col("act").str.contains("://", literal=True)
+    goto_host = pl.when(absolute_goto).then(_host(pl.col("act").str.extract(_GOTO_URL, 1)))
+    return (
+        f.filter((origin != "") & ((url.is_not_null() & ~url.str.starts_with(origin)) | absolute_goto))
+        .with_columns(expected=_host(origin), on_host=_host(url), goto_host=goto_host)
+        .with_columns(
+            foreign=(
+                (pl.col("on_host") != pl.col("expected")) | (pl.col("goto_host") != pl.col("expected"))
+            ).fill_null(False),
+            host=pl.coalesce("goto_host", "on_host"),
+        )
+    )
+
+
+@check
+def detect_wrong_app(f: pl.LazyFrame) -> pl.LazyFrame:
+    """Acting on another site or app than the one the task lives in."""
+    found = runs(
+        _foreign(f),
+        pl.col("foreign"),
+        host=pl.col("host").drop_nulls().first(),
+        expected=pl.col("expected").first(),
+    )
+    return _findings(
+        found,
+        "bad_args",
+        "wrong_app",
+        pl.col("first_step"),
+        pl.col("last_step"),
+        {"host": pl.col("host"), "expected_host": pl.col("expected")},
+    )
+
+
+@check
+def undecidable_wrong_app(f: pl.LazyFrame) -> pl.LazyFrame:
+    """Steps without a URL, or in a trajectory whose first URL is missing."""
+    return _count(f.filter(pl.col("url").is_null() | (pl.col("first_origin") == "")), "wrong_app")
+
+
+# ---- sensitive actions ----------------------------------------------------------------------------------
+
+
+def _last_index_where(cond: pl.Expr) -> pl.Expr:
+    """Per step, the latest step index in the same trajectory (up to this one) where `cond` held; -1 if none."""
+    marked = pl.when(cond.fill_null(False)).then(pl.col("step_index")).when(~pl.col("same_prev")).then(-1)
+    return marked.forward_fill()
+
+
+def _moved_on() -> pl.Expr:
+    """A step after which an earlier confirmation no longer covers what is on screen."""
+    return ~pl.col("has_call_user") & (~_unchanged() | pl.col("sensitive").is_not_null())
+
+
+@check
+def detect_unconfirmed_sensitive(f: pl.LazyFrame) -> pl.LazyFrame:
+    """Paying, sending, deleting or changing a password without asking the user first."""
+    f = f.with_columns(
+        _asked=_last_index_where(pl.col("has_call_user")), _moved=_last_index_where(_moved_on())
+    )
+    asked_before = prev(pl.col("has_call_user")).fill_null(False)
+    still_same_screen = (prev(pl.col("_asked")) >= 0) & (prev(pl.col("_asked")) > prev(pl.col("_moved")))
+    found = f.filter(pl.col("sensitive").is_not_null() & ~(asked_before | still_same_screen.fill_null(False)))
+    return _steps(
+        found,
+        "sensitive",
+        "unconfirmed_sensitive",
+        {"sensitive": pl.col("sensitive"), "action": _action_text()},
+    )
+
+
+@check
+def detect_overcautious(f: pl.LazyFrame) -> pl.LazyFrame:
+    """Asking the user when nothing sensitive was about to happen: friction the policy should unlearn."""
+    effective = _moved_on() | pl.col("has_terminate") | ~pl.col("same_next")
+    mark = pl.when(effective).then(pl.col("sensitive").is_not_null())  # a trajectory's last step is effective
+    f = f.with_columns(_next_is_sensitive=mark.backward_fill())
+    justified = nxt(pl.col("_next_is_sensitive")).fill_null(False)
+    found = f.filter(pl.col("has_call_user") & ~justified)
+    return _steps(found, "sensitive", "overcautious", {"action": _action_text()})
+
+
+# ---- premature termination ------------------------------------------------------------------------------
+
+
+def _progress_before() -> pl.Expr:
+    """Steps before this one (same trajectory) that plausibly advanced the task."""
+    useless_click = pl.col("action_name").is_in(CLICKS) & pl.col("targetless") & _unchanged()
+    progress = (
+        ~pl.col("has_call_user")
+        & ~pl.col("has_terminate")
+        & ~pl.col("is_repeat")
+        & ~pl.col("failed")
+        & pl.col("format_error").is_null()
+        & ~useless_click
+    ).cast(pl.Int32)
+    total = progress.cum_sum()
+    base = pl.when(~pl.col("same_prev")).then(total - progress).forward_fill()
+    return total - progress - base
+
+
+@check
+def detect_premature(f: pl.LazyFrame) -> pl.LazyFrame:
+    """Declaring the task done (or abandoned) before it is: needs `verdict` or `reference_len` columns."""
+    judged = f.filter(pl.col("has_terminate") & pl.col("verdict").is_not_null()).with_columns(
+        progress=pl.lit(None, dtype=pl.Int32)
+    )
+    unjudged = f.filter(
+        pl.col("verdict").is_null() & pl.col("reference_len").is_not_null()
+    )  # whole trajectories
+    f = pl.concat(
+        [judged, unjudged.with_columns(progress=_progress_before()).filter(pl.col("has_terminate"))]
+    )
+    failed = pl.col("verdict") == "failed"
+    early = pl.col("verdict").is_null() & (pl.col("progress") < pl.col("reference_len"))
+    found = f.filter((failed | early).fill_null(False))
+    reason = (
+        pl.when(failed.fill_null(False))
+        .then(pl.lit("terminated_failed"))
+        .otherwise(pl.lit("terminated_early"))
+    )
+    return _steps(
+        found,
+        "premature",
+        reason,
+        {
+            "verdict": pl.col("verdict"),
+            "progress_steps": pl.col("progress"),
+            "reference_len": pl.col("reference_len"),
+            "action": _action_text(),
+        },
+    )
+
+
+@check
+def undecidable_premature(f: pl.LazyFrame) -> pl.LazyFrame:
+    """Terminates with neither a verdict nor a reference length to compare with."""
+    unknown = pl.col("has_terminate") & pl.col("verdict").is_null() & pl.col("reference_len").is_null()
+    return _count(f.filter(unknown), "premature")
+
+
+# ---- all together ---------------------------------------------------------------------------------------
+
+DETECTORS: tuple[Check, ...] = (
+    detect_exact_repeats,
+    detect_short_cycles,
+    detect_no_progress,
+    detect_repeated_typing,
+    detect_format_errors,
+    detect_invalid_actions,
+    detect_click_hit_nothing,
+    detect_type_no_editable,
+    detect_zero_delta_scrolls,
+    detect_wrong_app,
+    detect_unconfirmed_sensitive,
+    detect_overcautious,
+    detect_premature,
+)
+UNDECIDABLE_CHECKS = (
+    "exact_repeat",
+    "short_cycle",
+    "no_progress",
+    "click_hit_nothing",
+    "type_no_editable",
+    "scroll_effect",
+    "wrong_app",
+    "premature",
+)
+UNDECIDABLE: tuple[Check, ...] = (
+    undecidable_exact_repeats,
+    undecidable_short_cycles,
+    undecidable_no_progress,
+    undecidable_click_hit_nothing,
+    undecidable_type_no_editable,
+    undecidable_scroll_effect,
+    undecidable_wrong_app,
+    undecidable_premature,
+)
+
+
+def run_checks(steps: pl.LazyFrame | pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Every detector and undecidable count over the same features, run as one parallel batch of queries:
+    (findings sorted by trajectory and step, undecidable counts per trajectory and check)."""
+    f = as_features(steps)
+    results = pl.collect_all([c.plan(f) for c in DETECTORS + UNDECIDABLE])
+    findings = pl.concat([pl.DataFrame(schema=FINDING_SCHEMA), *results[: len(DETECTORS)]])
+    undecidable = pl.concat([pl.DataFrame(schema=UNDECIDABLE_SCHEMA), *results[len(DETECTORS) :]])
+    return findings.sort("trajectory_id", "first_step", "kind", "reason"), undecidable
+
+
+def detect_all(steps: pl.LazyFrame | pl.DataFrame) -> pl.DataFrame:
+    """Every detector's findings in one frame."""
+    return run_checks(steps)[0]
+
+
+def undecidable_counts(steps: pl.LazyFrame | pl.DataFrame) -> pl.DataFrame:
+    """How many times each check could not be decided, per trajectory."""
+    return run_checks(steps)[1]

@@ -1,0 +1,170 @@
+"""Per-step features every detector reads, derived once from a steps frame with vectorised expressions.
+
+Conventions the detectors rely on:
+- rows are ordered by (trajectory_id, step_index) with each trajectory contiguous; `same_prev` /
+  `same_next` say whether the neighbouring row belongs to the same trajectory, so a plain `shift` never
+  leaks across trajectories;
+- a step's `ui_tree_sha` / `screenshot_sha` describe the screen its action was taken on, so the effect of
+  step i's action is the difference between step i's and step i+1's screen;
+- `changed` is that effect, compared on the UI tree when both steps have one, else on the screenshot when
+  both have one, else null. `unknown` is true when a next step exists but the two screens cannot be
+  compared: missing data, counted as undecidable and never guessed. A trajectory's last step has no next
+  screen: `changed` is null and `unknown` false (nothing is missing; the effect is just never observed);
+- screens (`tree`, `shot`) and turns (`act_h`) are kept as 64-bit hashes: equality is all we need;
+  `traj_no` numbers the trajectories of the frame and `row` the rows, so neighbour tests compare
+  integers, not ids, and runs of steps never depend on how steps are numbered;
+- `first_origin` is the scheme://host of the trajectory's first URL ("" when it has none).
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+CLICKS = ("left_click", "double_click", "right_click", "middle_click", "triple_click", "tap")
+SCROLLS = ("scroll", "hscroll")
+# The columns of the steps table the miner reads; nothing else is ever loaded.
+STEP_COLUMNS = (
+    "trajectory_id",
+    "step_index",
+    "screenshot_sha",
+    "ui_tree_sha",
+    "url",
+    "actions_json",
+    "format_error",
+    "ok",
+    "error",
+    "points_json",
+    "sensitive",
+)
+# Trajectory-level columns a caller may join onto the steps (see detectors.detect_premature).
+OPTIONAL_COLUMNS = {"verdict": pl.String, "reference_len": pl.Int32}
+_TYPES = {"step_index": pl.Int32, "ok": pl.Boolean}
+_FIRST_ACTION = r'^\[\s*\{\s*"action"\s*:\s*"([A-Za-z_]+)"'
+ORIGIN = r"^([A-Za-z][A-Za-z0-9+.-]*://[^/?#]+)"
+HOST = r"^[A-Za-z][A-Za-z0-9+.-]*://([^/?#]+)"
+
+
+def prev(expr: pl.Expr, n: int = 1) -> pl.Expr:
+    """The value n steps earlier in the same trajectory; null across a trajectory boundary."""
+    t = pl.col("traj_no")
+    return pl.when(t.shift(n) == t).then(expr.shift(n))
+
+
+def nxt(expr: pl.Expr, n: int = 1) -> pl.Expr:
+    """The value n steps later in the same trajectory; null across a trajectory boundary."""
+    t = pl.col("traj_no")
+    return pl.when(t.shift(-n) == t).then(expr.shift(-n))
+
+
+def contains_action(name: str) -> pl.Expr:
+    """Whether any action of the turn is `name` (a turn may carry a batch of actions); the JSON is only
+    searched for turns of several actions, the rest answer from `action_name`."""
+    several = pl.col("act").str.contains("}, {", literal=True) | pl.col("act").str.contains(
+        "},{", literal=True
+    )
+    return (
+        pl.when(several)
+        .then(pl.col("act").str.contains(rf'"action"\s*:\s*"{name}"'))
+        .otherwise((pl.col("action_name") == name).fill_null(False))
+    )
+
+
+def _differs_next(col: str) -> pl.Expr:
+    """True/False when this step's and the next step's value are both known; null otherwise."""
+    c = pl.col(col)
+    return pl.when(pl.col("same_next") & c.is_not_null() & c.shift(-1).is_not_null()).then(c != c.shift(-1))
+
+
+def with_missing_columns(frame: pl.DataFrame) -> pl.DataFrame:
+    """Hand-built or imported frames may leave optional columns out or all-null; give them the lake's types."""
+    wanted = {c: _TYPES.get(c, pl.String) for c in STEP_COLUMNS} | OPTIONAL_COLUMNS
+    fixes = [
+        pl.lit(None, dtype=t).alias(c) if c not in frame.columns else pl.col(c).cast(t)
+        for c, t in wanted.items()
+        if c not in frame.columns or frame.schema[c] != t
+    ]
+    return frame.with_columns(fixes) if fixes else frame
+
+
+def in_trajectory_order(frame: pl.DataFrame) -> pl.DataFrame:
+    """Each trajectory contiguous and in step order; skips the sort when the writer already did that."""
+    tid = frame["trajectory_id"].hash()
+    boundaries = (tid != tid.shift(1)).fill_null(True)
+    steps_rise = ((frame["step_index"] > frame["step_index"].shift(1)) | boundaries).all()
+    if steps_rise and int(boundaries.sum()) == tid.n_unique():
+        return frame
+    return frame.sort("trajectory_id", "step_index")
+
+
+def step_features(steps: pl.LazyFrame | pl.DataFrame) -> pl.DataFrame:
+    """Order once and derive the columns every detector shares, so no detector parses JSON twice."""
+    frame = steps.collect() if isinstance(steps, pl.LazyFrame) else steps
+    frame = in_trajectory_order(with_missing_columns(frame))
+    tid = pl.col("trajectory_id").hash()  # 64-bit: two adjacent trajectories never collide in practice
+    lf = frame.lazy().with_row_index("row").with_columns(same_prev=(tid.shift(1) == tid).fill_null(False))
+    lf = (
+        lf.with_columns(
+            traj_no=(~pl.col("same_prev")).cast(pl.UInt32).cum_sum(),
+            same_next=pl.col("same_prev").shift(-1).fill_null(False),
+            act=pl.col("actions_json").fill_null("[]"),
+            failed=pl.col("ok").not_().fill_null(False),
+            tree=pl.when(pl.col("ui_tree_sha").is_not_null()).then(pl.col("ui_tree_sha").hash()),
+            shot=pl.when(pl.col("screenshot_sha").is_not_null()).then(pl.col("screenshot_sha").hash()),
+        )
+        .with_columns(
+            act_h=pl.col("act").hash(),
+            action_name=pl.col("act").str.extract(_FIRST_ACTION, 1),
+            targetless=~pl.col("act").str.contains('"target"', literal=True),
+            tree_changed=_differs_next("tree"),
+            shot_changed=_differs_next("shot"),
+        )
+        .with_columns(
+            has_call_user=contains_action("call_user"),
+            has_terminate=contains_action("terminate"),
+            is_repeat=pl.col("same_prev")
+            & (pl.col("act_h") == pl.col("act_h").shift(1))
+            & (pl.col("act") != "[]"),
+            changed=pl.coalesce("tree_changed", "shot_changed"),
+            unknown=pl.col("same_next") & pl.col("tree_changed").is_null() & pl.col("shot_changed").is_null(),
+        )
+    )
+    out = lf.drop("ui_tree_sha", "screenshot_sha", "actions_json").collect()
+    return out.with_columns(first_origin=_first_origin(out))
+
+
+def _first_origin(features: pl.DataFrame) -> pl.Series:
+    """Each step's trajectory's first URL origin (scheme://host), "" when that URL is missing: extracted at
+    the trajectory starts only, then carried forward."""
+    starts = features["same_prev"].not_().arg_true()
+    origins = features["url"].gather(starts).str.extract(ORIGIN, 1).fill_null("")
+    at_starts = pl.repeat(None, features.height, dtype=pl.String, eager=True).scatter(starts, origins)
+    return at_starts.forward_fill()
+
+
+def attach_trajectories(features: pl.DataFrame, trajectories: pl.DataFrame) -> pl.DataFrame:
+    """Keep the steps of `trajectories` only and give every step its trajectory's `verdict` and
+    `reference_len`, by trajectory number (a gather, not a join over the steps)."""
+    firsts = features.select("traj_no", "trajectory_id", "same_prev").filter(~pl.col("same_prev"))
+    known = trajectories.select(
+        "trajectory_id",
+        *(
+            pl.col(c) if c in trajectories.columns else pl.lit(None, t).alias(c)
+            for c, t in OPTIONAL_COLUMNS.items()
+        ),
+    )
+    info = firsts.join(
+        known.with_columns(_keep=pl.lit(True)), on="trajectory_id", how="left", maintain_order="left"
+    )
+    info = pl.concat(
+        [pl.DataFrame({"_keep": [False]}), info.select("_keep", *OPTIONAL_COLUMNS)], how="diagonal_relaxed"
+    )  # traj_no counts from 1: row 0 is padding
+    at = features["traj_no"]
+    out = features.with_columns(**{c: info[c].cast(t).gather(at) for c, t in OPTIONAL_COLUMNS.items()})
+    keep = info["_keep"].fill_null(False)
+    return out if keep[1:].all() else out.filter(keep.gather(at))
+
+
+def as_features(steps: pl.LazyFrame | pl.DataFrame) -> pl.LazyFrame:
+    """Detectors accept raw steps or already-derived features (the miner derives them once)."""
+    names = steps.collect_schema().names() if isinstance(steps, pl.LazyFrame) else steps.columns
+    return steps.lazy() if "traj_no" in names else step_features(steps).lazy()

@@ -1,0 +1,498 @@
+"""`mine-failures` as plain library code: run the detectors over every trajectory not yet mined with this
+DETECTOR_VERSION and land failures, step_rewards, failure_seeds and mined rows in the lake.
+
+Incremental: a trajectory is pending until it has a `mined` row for DETECTOR_VERSION; the `mined` rows of a
+batch are written last, so a crash leaves the batch pending and a re-run mines it again (failure ids are
+deterministic, so a reader can drop the duplicates such a crash could leave). Re-running adds nothing.
+
+Memory bounded: steps are read a batch of Parquet files at a time (at most `batch_steps` rows, whole
+files; writers land a trajectory's steps in one file, as rollouts and importers do; a trajectory found in
+several files has its files read together). A single file larger than `batch_steps` is read alone.
+Outputs go through `write_frame`, which writes the lake's own schema in the lake's file layout from Arrow
+with the lake's atomic writer (Lake.write validates row by row, too slow for one reward row per step at
+10M steps); a background thread writes batch i while batch i+1 is mined.
+
+Seeds: one row per (task, kind, reason) and batch, with a deterministic seed_id; a later run that sees
+the weakness again writes a newer row with the same seed_id, so readers keep the latest per seed_id.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+import time
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import duckdb
+import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from flows.failure_mining.detectors import UNDECIDABLE_CHECKS, run_checks
+from flows.failure_mining.features import STEP_COLUMNS, attach_trajectories, prev, step_features
+from flows.failure_mining.report import failures_chart_svg, summary_markdown
+from flows.failure_mining.rewards import DEFAULT_WEIGHTS, RewardWeights, step_rewards
+from lake import Lake, utcnow
+from lake.schemas import schema_for
+from lake.store import _atomic_write
+
+DETECTOR_VERSION = "mining-1"
+BATCH_STEPS = 2_000_000
+_SAFE = re.compile(r"[^A-Za-z0-9_.=-]+")
+# Per trajectory in `mined.undecidable_json`: each check's undecidable cases, and the steps missing a screen.
+MINED_COUNTS = (*UNDECIDABLE_CHECKS, "missing_ui_tree", "missing_screenshot")
+
+
+@dataclass
+class MiningSummary:
+    """What one mining run did: counts per kind, reason, sandbox and policy, and where its report is."""
+
+    run_id: str
+    detector_version: str = DETECTOR_VERSION
+    trajectories: int = 0
+    steps: int = 0
+    failures: int = 0
+    failed_trajectories: int = 0
+    seeds: int = 0
+    batches: int = 0
+    waiting: int = 0  # pending trajectories whose steps are not in the lake yet
+    seconds: float = 0.0
+    by_kind: dict[str, int] = field(default_factory=dict)
+    by_reason: dict[str, int] = field(default_factory=dict)  # "kind/reason" -> n
+    by_sandbox: dict[str, int] = field(default_factory=dict)
+    by_policy: dict[str, int] = field(default_factory=dict)
+    undecidable: dict[str, int] = field(default_factory=dict)
+    report: str | None = None
+    chart: str | None = None
+
+    def add(self, failures: pl.DataFrame, undecided: dict[str, int]) -> None:
+        for name, col in (("by_kind", "kind"), ("by_sandbox", "sandbox"), ("by_policy", "policy")):
+            _add_counts(getattr(self, name), failures, pl.col(col).fill_null("?"))
+        _add_counts(self.by_reason, failures, pl.concat_str("kind", pl.lit("/"), "reason"))
+        self.undecidable = dict(Counter(self.undecidable) + Counter(undecided))
+        self.failures += failures.height
+        self.failed_trajectories += failures["trajectory_id"].n_unique()
+
+    def markdown(self) -> str:
+        return summary_markdown(self)
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+def _add_counts(into: dict[str, int], frame: pl.DataFrame, key: pl.Expr) -> None:
+    for k, n in frame.group_by(key.alias("k")).len().iter_rows():
+        into[k] = into.get(k, 0) + n
+
+
+# ---- what to mine -----------------------------------------------------------------------------------------
+
+
+def pending_trajectories(
+    lake: Lake,
+    policy: str | None = None,
+    since: dt.datetime | str | None = None,
+    detector_version: str = DETECTOR_VERSION,
+) -> pl.DataFrame:
+    """Trajectories with no `mined` row for this detector version, with what the detectors need to know
+    about them (latest verdict, the task's reference length in non-terminate actions) and where their
+    steps are: `file` and `last_file` (first and last step file holding them; null while none does) and
+    `files` (how many files hold them). Only the trajectory_id column of the step files is read."""
+    if not lake.files("trajectories"):
+        return pl.DataFrame(schema={"trajectory_id": pl.String, "file": pl.String})
+    files = [f.as_posix() for f in lake.files("steps")]
+    located = (
+        "WITH pairs AS (SELECT DISTINCT trajectory_id, filename FROM read_parquet($files, filename = true)) "
+        "SELECT trajectory_id, min(filename) AS file, max(filename) AS last_file, count(*)::INTEGER AS files "
+        "FROM pairs GROUP BY 1"
+        if files
+        else "SELECT NULL::VARCHAR AS trajectory_id, NULL::VARCHAR AS file, NULL::VARCHAR AS last_file, "
+        "NULL::INTEGER AS files WHERE false"
+    )
+    sql = f"""
+        WITH v AS (SELECT trajectory_id, arg_max(verdict, recorded_at) AS verdict FROM verdicts GROUP BY 1),
+             r AS (SELECT task_id, len(list_filter(json_extract_string(reference_json, '$[*].action'),
+                                                   lambda a: a <> 'terminate'))::INTEGER AS reference_len
+                   FROM tasks),
+             located AS ({located})
+        SELECT t.trajectory_id, t.task_id, t.sandbox, t.policy, t.num_steps, v.verdict, r.reference_len,
+               located.file, located.last_file, located.files
+        FROM trajectories t LEFT JOIN v USING (trajectory_id) LEFT JOIN r USING (task_id)
+             LEFT JOIN located USING (trajectory_id)
+        WHERE ($policy IS NULL OR t.policy = $policy)
+          AND ($since IS NULL OR t.recorded_at >= CAST($since AS TIMESTAMPTZ))
+          AND t.trajectory_id NOT IN (SELECT trajectory_id FROM mined WHERE detector_version = $version)
+    """
+    params = {
+        "policy": policy,
+        "since": str(since) if since is not None else None,
+        "version": detector_version,
+    }
+    if files:
+        params["files"] = files
+    con = lake.connect()
+    try:
+        return con.sql(sql, params=params).pl()
+    finally:
+        con.close()
+
+
+@dataclass
+class StepBatch:
+    """Step files to read together and the pending trajectories whose steps they hold."""
+
+    files: list[Path]
+    trajectories: pl.DataFrame
+
+
+def step_batches(lake: Lake, pending: pl.DataFrame, batch_steps: int = BATCH_STEPS) -> list[StepBatch]:
+    """Groups of step files holding pending trajectories, each about `batch_steps` rows, never splitting
+    a trajectory across groups; files with nothing pending are not read at all."""
+    located = pending.filter(pl.col("file").is_not_null())
+    if located.is_empty():
+        return []
+    files = located["file"].unique().sort().to_list()
+    sizes = {f: pq.read_metadata(f).num_rows for f in files}
+    batches: list[list[str]] = [[]]
+    for group in _files_read_together(lake, located, files):
+        if batches[-1] and sum(sizes.get(f, 0) for f in batches[-1] + group) > batch_steps:
+            batches.append([])
+        batches[-1].extend(group)
+    which = {f: i for i, batch in enumerate(batches) for f in batch}
+    parts = located.with_columns(
+        batch=pl.col("file").replace_strict(which, return_dtype=pl.Int32)
+    ).partition_by("batch", as_dict=True, include_key=False)
+    return [
+        StepBatch([Path(f) for f in batch], parts[(i,)]) for i, batch in enumerate(batches) if (i,) in parts
+    ]
+
+
+def _files_read_together(lake: Lake, located: pl.DataFrame, files: list[str]) -> list[list[str]]:
+    """Files that share a trajectory must be read together: union them (usually every file stands alone)."""
+    parent = {f: f for f in files}
+
+    def root(f: str) -> str:
+        while parent.setdefault(f, f) != f:
+            parent[f] = parent[parent[f]]
+            f = parent[f]
+        return f
+
+    for group in _spanning_file_lists(lake, located.filter(pl.col("files") > 1)):
+        for other in group[1:]:
+            parent[root(other)] = root(group[0])
+    groups: dict[str, list[str]] = {}
+    for f in list(parent):
+        groups.setdefault(root(f), []).append(f)
+    return list(groups.values())
+
+
+def _spanning_file_lists(lake: Lake, spanning: pl.DataFrame) -> list[list[str]]:
+    """The files of trajectories held by several files (rare: writers land a trajectory in one batch)."""
+    if spanning.is_empty():
+        return []
+    pairs = spanning.filter(pl.col("files") == 2).select("file", "last_file").rows()
+    more = spanning.filter(pl.col("files") > 2)
+    if more.is_empty():
+        return [list(p) for p in pairs]
+    con = duckdb.connect()
+    try:
+        con.register("wanted", more.select("trajectory_id"))
+        lists = (
+            con.sql(
+                "SELECT list(DISTINCT filename) AS files FROM read_parquet($files, filename = true) "
+                "WHERE trajectory_id IN (SELECT trajectory_id FROM wanted) GROUP BY trajectory_id",
+                params={"files": [f.as_posix() for f in lake.files("steps")]},
+            )
+            .pl()["files"]
+            .to_list()
+        )
+    finally:
+        con.close()
+    return [list(p) for p in pairs] + lists
+
+
+def read_steps(files: list[Path]) -> pl.DataFrame:
+    """The miner's columns of these step files (a file missing a column gets nulls)."""
+    try:
+        return pl.read_parquet(files, columns=list(STEP_COLUMNS))
+    except pl.exceptions.ColumnNotFoundError:  # an older file without some column
+        return (
+            pl.scan_parquet(files, missing_columns="insert", extra_columns="ignore")
+            .select(STEP_COLUMNS)
+            .collect()
+        )
+
+
+# ---- mining one batch --------------------------------------------------------------------------------------
+
+
+def failure_rows(
+    findings: pl.DataFrame, trajectories: pl.DataFrame, run_id: str, now: dt.datetime
+) -> pl.DataFrame:
+    """Findings as `failures` rows; the id is deterministic (trajectory, kind, reason, range, version)."""
+    return findings.join(
+        trajectories.select("trajectory_id", "task_id", "sandbox", "policy"), on="trajectory_id", how="left"
+    ).select(
+        failure_id=pl.concat_str(
+            "trajectory_id",
+            "kind",
+            "reason",
+            "first_step",
+            "last_step",
+            pl.lit(DETECTOR_VERSION),
+            separator=":",
+        ),
+        trajectory_id="trajectory_id",
+        task_id="task_id",
+        sandbox="sandbox",
+        policy="policy",
+        first_step="first_step",
+        last_step="last_step",
+        kind="kind",
+        reason="reason",
+        severity="severity",
+        evidence_json="evidence",
+        detector_version=pl.lit(DETECTOR_VERSION),
+        run_id=pl.lit(run_id),
+        recorded_at=pl.lit(now),
+    )
+
+
+def seed_rows(failures: pl.DataFrame, features: pl.DataFrame, run_id: str, now: dt.datetime) -> pl.DataFrame:
+    """One seed per (task, kind, reason): the first occurrence's step context (url, action, the two actions
+    before it) and how often the weakness showed up in this batch. `failures` come sorted by trajectory
+    and step, so "first" is deterministic."""
+    first = (
+        failures.lazy()
+        .filter(pl.col("task_id").is_not_null())
+        .group_by("task_id", "kind", "reason", maintain_order=True)
+        .agg(
+            pl.col("sandbox", "trajectory_id", "first_step", "last_step", "evidence_json").first(),
+            occurrences=pl.len(),
+        )
+    )
+    context = (
+        features.lazy()
+        .filter(
+            pl.col("trajectory_id").is_in(first.select("trajectory_id").collect()["trajectory_id"].implode())
+        )
+        .select(
+            "trajectory_id",
+            "step_index",
+            "url",
+            "act",
+            before_1=prev(pl.col("act")),
+            before_2=prev(pl.col("act"), 2),
+        )
+    )
+    first = first.join(
+        context, left_on=["trajectory_id", "first_step"], right_on=["trajectory_id", "step_index"], how="left"
+    )
+    plain = pl.struct("trajectory_id", "first_step", "last_step", "url", "occurrences").struct.json_encode()
+    previous = pl.concat_list("before_2", "before_1").list.drop_nulls().list.join(",")
+    return first.select(
+        seed_id=pl.concat_str("task_id", "kind", "reason", pl.lit(DETECTOR_VERSION), separator=":"),
+        task_id="task_id",
+        sandbox="sandbox",
+        kind="kind",
+        reason="reason",
+        context_json=pl.concat_str(  # action, previous actions and evidence are JSON already: spliced in as is
+            plain.str.head(-1),
+            pl.lit(',"action":'),
+            pl.col("act").fill_null("null"),
+            pl.lit(',"previous_actions":['),
+            previous,
+            pl.lit('],"evidence":'),
+            pl.col("evidence_json"),
+            pl.lit("}"),
+        ),
+        run_id=pl.lit(run_id),
+        recorded_at=pl.lit(now),
+    ).collect()
+
+
+def _undecidable_json(counts: pl.DataFrame) -> pl.DataFrame:
+    """(trajectory_id, undecidable_json) for the trajectories with any count; the rest get NOTHING_UNDECIDABLE."""
+    wide = counts.pivot(on="check", index="trajectory_id", values="n", aggregate_function="sum")
+    fields = [
+        (pl.col(c) if c in wide.columns else pl.lit(None)).fill_null(0).cast(pl.Int64).alias(c)
+        for c in MINED_COUNTS
+    ]
+    return wide.select("trajectory_id", undecidable_json=pl.struct(fields).struct.json_encode())
+
+
+NOTHING_UNDECIDABLE = _undecidable_json(
+    pl.DataFrame({"trajectory_id": ["-"], "check": [MINED_COUNTS[0]], "n": [0]})
+)["undecidable_json"][0]
+
+
+def mined_rows(
+    trajectory_ids: pl.Series,
+    features: pl.DataFrame | None,
+    counts: pl.DataFrame | None,
+    run_id: str,
+    now: dt.datetime,
+) -> pl.DataFrame:
+    """One row per mined trajectory, with every check's undecidable count (0 when it could decide) and
+    how many of its steps had no UI tree or no screenshot."""
+    parts = [counts] if counts is not None else []
+    if features is not None:
+        missing = (
+            features.lazy()
+            .filter(pl.col("tree").is_null() | pl.col("shot").is_null())
+            .group_by("trajectory_id")
+            .agg(missing_ui_tree=pl.col("tree").null_count(), missing_screenshot=pl.col("shot").null_count())
+        )
+        parts.append(missing.unpivot(index="trajectory_id", variable_name="check", value_name="n").collect())
+    parts = [p.select("trajectory_id", "check", pl.col("n").cast(pl.Int64)) for p in parts]
+    listed = _undecidable_json(pl.concat(parts).filter(pl.col("n") > 0)) if parts else None
+    rows = pl.DataFrame({"trajectory_id": trajectory_ids})
+    if listed is not None and listed.height:
+        rows = rows.join(listed, on="trajectory_id", how="left")
+    else:
+        rows = rows.with_columns(undecidable_json=pl.lit(None, dtype=pl.String))
+    return rows.select(
+        "trajectory_id",
+        detector_version=pl.lit(DETECTOR_VERSION),
+        undecidable_json=pl.col("undecidable_json").fill_null(NOTHING_UNDECIDABLE),
+        run_id=pl.lit(run_id),
+        recorded_at=pl.lit(now),
+    )
+
+
+def mine_frame(
+    steps: pl.DataFrame,
+    trajectories: pl.DataFrame,
+    run_id: str,
+    weights: RewardWeights = DEFAULT_WEIGHTS,
+    now: dt.datetime | None = None,
+) -> dict[str, pl.DataFrame]:
+    """Everything mining produces for the steps of `trajectories` (trajectory_id, task_id, sandbox, policy,
+    verdict, reference_len) found in `steps`, as frames shaped like the lake tables (no I/O)."""
+    now = now or utcnow()
+    features = attach_trajectories(step_features(steps), trajectories)
+    firsts = features.select("trajectory_id", "same_prev").filter(~pl.col("same_prev"))
+    trajectories = trajectories.join(firsts, on="trajectory_id", how="semi")
+    findings, undecidable = run_checks(features)
+    failures = failure_rows(findings, trajectories, run_id, now)
+    rewards = step_rewards(features, findings, weights).with_columns(
+        weights_json=pl.lit(weights.to_json()),
+        detector_version=pl.lit(DETECTOR_VERSION),
+        run_id=pl.lit(run_id),
+    )
+    return {
+        "failures": failures,
+        "step_rewards": rewards,
+        "failure_seeds": seed_rows(failures, features, run_id, now),
+        "mined": mined_rows(trajectories["trajectory_id"], features, undecidable, run_id, now),
+        "undecidable": undecidable,
+    }
+
+
+# ---- writing ----------------------------------------------------------------------------------------------
+
+
+def write_frame(lake: Lake, table: str, frame: pl.DataFrame, run_id: str, batch: str) -> Path | None:
+    """Write a frame as one lake file `<table>/<run>-<batch>.parquet` in the table's exact schema (a retry
+    replaces the file). Columns are checked against lake.schemas; a mismatch raises instead of guessing."""
+    if frame.is_empty():
+        return None
+    schema = schema_for(table)
+    unknown = set(frame.columns) - set(schema.names)
+    if unknown:
+        raise ValueError(f"{table}: columns {sorted(unknown)} are not in lake.schemas")
+    arrow = frame.to_arrow()
+    columns = [
+        arrow[f.name].cast(f.type) if f.name in frame.columns else pa.nulls(frame.height, f.type)
+        for f in schema
+    ]
+    path = lake.tables_dir / table / f"{_SAFE.sub('_', run_id)}-{_SAFE.sub('_', batch)}.parquet"
+    _atomic_write(pa.Table.from_arrays(columns, schema=schema), path)
+    return path
+
+
+def _write_batch(lake: Lake, out: dict[str, pl.DataFrame], run_id: str, batch: str) -> None:
+    for table in ("failures", "step_rewards", "failure_seeds", "mined"):  # mined last: it commits the batch
+        write_frame(lake, table, out[table], run_id, batch)
+
+
+def _batch_name(index: int, trajectory_ids: pl.Series) -> str:
+    """Names differ when the trajectories differ, so a retried run never overwrites another batch."""
+    return f"mine{index:04d}-{trajectory_ids.hash().sum() % 10**10:010d}"
+
+
+# ---- the run ----------------------------------------------------------------------------------------------
+
+
+def mine(
+    lake: Lake,
+    run_id: str,
+    policy: str | None = None,
+    since: dt.datetime | str | None = None,
+    *,
+    weights: RewardWeights = DEFAULT_WEIGHTS,
+    batch_steps: int = BATCH_STEPS,
+    write_report: bool = True,
+) -> MiningSummary:
+    """Mine every trajectory not yet mined with DETECTOR_VERSION - only `policy`'s if given, only those whose
+    trajectories row was recorded at or after `since` (a datetime or ISO string) if given - and write
+    failures, step_rewards, failure_seeds and mined rows, batch by batch. With `write_report`, the summary
+    and its SVG chart go to <lake>/reports/mine-failures-<run_id>.md/.svg. The catalog is not refreshed
+    here: the flow does that at its end, as every flow does."""
+    t0 = time.perf_counter()
+    summary = MiningSummary(run_id=run_id)
+    pending = pending_trajectories(lake, policy, since)
+    if pending.is_empty():
+        summary.seconds = time.perf_counter() - t0
+        return summary
+    with ThreadPoolExecutor(max_workers=1) as writer:  # writes batch i while batch i+1 is mined
+        writing = None
+        for index, batch in enumerate(step_batches(lake, pending, batch_steps)):
+            out = mine_frame(read_steps(batch.files), batch.trajectories, run_id, weights)
+            here = out["mined"]["trajectory_id"]
+            if writing is not None:
+                writing.result()  # one batch in flight at most: memory stays bounded
+            writing = writer.submit(_write_batch, lake, out, run_id, _batch_name(index, here))
+            summary.add(out["failures"], _undecided_totals(out["undecidable"]))
+            summary.trajectories += here.len()
+            summary.steps += out["step_rewards"].height
+            summary.seeds += out["failure_seeds"].height
+            summary.batches += 1
+        if writing is not None:
+            writing.result()
+    _mark_stepless(lake, pending, run_id, summary)
+    summary.seconds = time.perf_counter() - t0
+    if summary.trajectories and write_report:
+        _write_report(lake, summary)
+    return summary
+
+
+def _undecided_totals(undecidable: pl.DataFrame) -> dict[str, int]:
+    return {c: int(n) for c, n in undecidable.group_by("check").agg(pl.col("n").sum()).iter_rows()}
+
+
+def _mark_stepless(lake: Lake, pending: pl.DataFrame, run_id: str, summary: MiningSummary) -> None:
+    """Trajectories that ended before any step are mined as they are; others without steps keep waiting
+    (a rollout writes trajectories just before their steps)."""
+    rest = pending.filter(pl.col("file").is_null())
+    empty = rest.filter(pl.col("num_steps").fill_null(-1) == 0)
+    summary.waiting = rest.height - empty.height
+    if empty.height:
+        rows = mined_rows(empty["trajectory_id"], None, None, run_id, utcnow())
+        write_frame(lake, "mined", rows, run_id, _batch_name(9999, empty["trajectory_id"]))
+        summary.trajectories += empty.height
+
+
+def _write_report(lake: Lake, summary: MiningSummary) -> None:
+    """The summary as markdown with its SVG chart beside it, under <lake>/reports/."""
+    report = lake.root / "reports" / f"mine-failures-{_SAFE.sub('_', summary.run_id)}.md"
+    report.parent.mkdir(parents=True, exist_ok=True)
+    chart = report.with_suffix(".svg")
+    chart.write_text(
+        failures_chart_svg(summary.by_reason, f"failures per kind and reason ({summary.run_id})")
+    )
+    summary.report, summary.chart = str(report), str(chart)
+    report.write_text(summary.markdown())
