@@ -20,7 +20,8 @@ loop / short_cycle
     exact_repeat's.
 loop / no_progress
     3+ consecutive steps whose actions all left the screen unchanged (call_user and terminate break the
-    streak: asking and stopping are not attempts to change the screen).
+    streak: asking and stopping are not attempts to change the screen; so does a click that hit nothing,
+    which is a bad_args finding of its own).
 loop / repeated_typing
     the same type action (same target and text) issued on 3+ steps of a trajectory, not all in one
     consecutive run (a single run is exact_repeat's). The range runs from the second issue to the last.
@@ -314,8 +315,9 @@ def undecidable_short_cycles(f: pl.LazyFrame) -> pl.LazyFrame:
 
 
 def _streak_step() -> pl.Expr:
-    """Steps that can extend a no-progress streak (asking and stopping are not attempts to act)."""
-    return ~pl.col("has_call_user") & ~pl.col("has_terminate")
+    """Steps that can extend a no-progress streak: asking and stopping are not attempts to act, and a click
+    that hit nothing is already its own (bad_args) finding."""
+    return ~pl.col("has_call_user") & ~pl.col("has_terminate") & ~_click_hit_nothing()
 
 
 @check

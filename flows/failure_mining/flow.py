@@ -15,6 +15,7 @@ from lake import Lake
 def mine_failures(policy: str | None = None, since: str | None = None, lake_root: str | None = None) -> dict:
     lake = Lake(lake_root)
     summary = mine(lake, f"mine-{uuid.uuid4().hex[:12]}", policy=policy, since=since)
+    lake.refresh_catalog()
     markdown = summary.markdown()
     create_markdown_artifact(markdown, key="mine-failures-summary")
     return summary.to_json() | {"markdown": markdown}

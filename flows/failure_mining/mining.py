@@ -1,6 +1,7 @@
 """`mine-failures` as plain library code: run the detectors over every trajectory not yet mined with this
 DETECTOR_VERSION and land failures, step_rewards, failure_seeds and mined rows in the lake.
 
+What is mined: trajectories rows (steps without one are not: task, sandbox and policy come from it).
 Incremental: a trajectory is pending until it has a `mined` row for DETECTOR_VERSION; the `mined` rows of a
 batch are written last, so a crash leaves the batch pending and a re-run mines it again (failure ids are
 deterministic, so a reader can drop the duplicates such a crash could leave). Re-running adds nothing.

@@ -72,5 +72,9 @@ def summary_markdown(summary: MiningSummary) -> str:
     lines += _table("failures per policy", s.by_policy, "policy")
     undecided = [f"| {k} | {v:,} |" for k, v in sorted(s.undecidable.items()) if v]
     lines += ["## undecidable checks (counted, not guessed)", ""]
-    lines += ["| check | cases |", "|---|---|", *undecided] if undecided else ["none: every check could be decided"]
+    lines += (
+        ["| check | cases |", "|---|---|", *undecided]
+        if undecided
+        else ["none: every check could be decided"]
+    )
     return "\n".join([*lines, ""])

@@ -108,8 +108,8 @@ def step_rewards(
         "step_index",
         ct=pl.when((bad > 0) | (premature > 0)).then(0.0).otherwise(1.0),
         qt=1.0 - bad,
-        st=0.0 - sensitive,
-        lt=0.0 - loop,
+        st=pl.when(sensitive > 0).then(-sensitive).otherwise(0.0),  # never -0.0
+        lt=pl.when(loop > 0).then(-loop).otherwise(0.0),
     ).with_columns(
         reward=weights.ct * pl.col("ct")
         + weights.qt * pl.col("qt")
