@@ -8,21 +8,12 @@ from flows.task_synthesis.gate import ValidationGate
 from flows.task_synthesis.task_spec import TaskSpec
 from sandboxes.skills import Skill
 from sandboxes.web import WebDriver
+from tests.shop_references import ADD_ADDRESS
 from verifier_templates import TEMPLATES
 from verifier_templates.base import Probe, Verdict
 
 pytestmark = pytest.mark.browser
 
-ADD_ADDRESS = [
-    {"action": "goto", "url": "/addresses/new"},
-    {"action": "type", "target": {"label": "Label", "within": "Add address"}, "text": "Boathouse 7"},
-    {"action": "type", "target": {"label": "Full name", "within": "Add address"}, "text": "Ana Silva"},
-    {"action": "type", "target": {"label": "Street", "within": "Add address"}, "text": "1 Quay"},
-    {"action": "type", "target": {"label": "City", "within": "Add address"}, "text": "Porto"},
-    {"action": "type", "target": {"label": "Postcode", "within": "Add address"}, "text": "4000"},
-    {"action": "type", "target": {"label": "Country", "within": "Add address"}, "text": "Portugal"},
-    {"action": "left_click", "target": {"role": "button", "name": "Add address", "within": "Add address"}},
-]
 
 
 def spec(verifier, reference=ADD_ADDRESS, injection=()):

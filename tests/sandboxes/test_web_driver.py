@@ -6,6 +6,7 @@ import pytest
 from sandboxes.actions import parse_actions
 from sandboxes.app_process import SandboxError
 from sandboxes.web import BrowserHost, WebDriver
+from tests.shop_references import ADD_ADDRESS
 from verifier_templates.base import Probe
 
 pytestmark = pytest.mark.browser
@@ -32,26 +33,17 @@ def test_missing_browser_is_one_clear_error(monkeypatch, tmp_path):
 def test_actions_land_through_the_real_ui(shop_app, browser_host):
     driver = WebDriver(shop_app, browser_host)
     driver.reset()
-    actions = parse_actions([
-        {"action": "goto", "url": "/addresses/new"},
-        {"action": "type", "target": {"label": "Label", "within": "Add address"}, "text": "Boathouse"},
-        {"action": "type", "target": {"label": "Full name", "within": "Add address"}, "text": "Ana Silva"},
-        {"action": "type", "target": {"label": "Street", "within": "Add address"}, "text": "1 Quay"},
-        {"action": "type", "target": {"label": "City", "within": "Add address"}, "text": "Porto"},
-        {"action": "type", "target": {"label": "Postcode", "within": "Add address"}, "text": "4000"},
-        {"action": "type", "target": {"label": "Country", "within": "Add address"}, "text": "Portugal"},
-        {"action": "left_click", "target": {"role": "button", "name": "Add address", "within": "Add address"}},
-    ])
+    actions = parse_actions(ADD_ADDRESS)
     results = [driver.act(a) for a in actions]
     assert all(r.ok for r in results), [r.error for r in results]
     click = results[-1]
     assert click.point is not None and all(0 <= c <= 999 for c in click.point)
-    n = driver.probe(Probe("n", "sql", "SELECT count(*) FROM addresses WHERE label = ?", ("Boathouse",)))
+    n = driver.probe(Probe("n", "sql", "SELECT count(*) FROM addresses WHERE label = ?", ("Boathouse 7",)))
     assert n == 1
     obs = driver.observe(screenshot=True)
-    assert obs.screenshot[:8] == b"\x89PNG\r\n\x1a\n" and "Boathouse" in obs.ui_tree
+    assert obs.screenshot[:8] == b"\x89PNG\r\n\x1a\n" and "Boathouse 7" in obs.ui_tree
     driver.reset()  # snapshot restore: the address is gone again
-    assert driver.probe(Probe("n", "sql", "SELECT count(*) FROM addresses WHERE label = ?", ("Boathouse",))) == 0
+    assert driver.probe(Probe("n", "sql", "SELECT count(*) FROM addresses WHERE label = ?", ("Boathouse 7",))) == 0
     driver.close()
 
 
