@@ -151,9 +151,20 @@ def _run_synthesize(args: argparse.Namespace) -> int:
     for s in result["sandboxes"]:
         console.print(f"  {s['sandbox']}: {s['verified']} new verified pairs")
     console.print(f"\nLake: {result['lake']}. Query the verified pairs with:\n"
-                  "  flywheel lake sql \"SELECT sandbox, family, count(*) AS n FROM tasks WHERE status = 'verified' GROUP BY ALL ORDER BY ALL\"")
+                  f"  {_me()} lake sql \"SELECT sandbox, family, count(*) AS n FROM tasks WHERE status = 'verified' GROUP BY ALL ORDER BY ALL\"")
     failed = [s for s in result["sandboxes"] if s["error"]] or result["problems"]
     return 1 if failed and not any(s["verified"] or s["already_known"] for s in result["sandboxes"]) else 0
+
+
+def _me() -> str:
+    """How the user can call this command again: `flywheel` when it is on PATH, else the path they used."""
+    import shutil
+
+    here = Path(sys.argv[0])
+    if shutil.which("flywheel") == str(here.resolve()) or not here.parent.parts:
+        return "flywheel"
+    rel = os.path.relpath(here)
+    return str(here.resolve()) if rel.startswith("..") else rel
 
 
 def _run_other(args: argparse.Namespace) -> int:
