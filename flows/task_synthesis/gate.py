@@ -73,6 +73,8 @@ class GateResult:
 
 class _Rejected(Exception):
     def __init__(self, reason: str, detail: str) -> None:
+        if reason not in REASONS:  # reason codes are a closed set that analysts group by
+            raise ValueError(f"unknown rejection reason {reason!r}")
         super().__init__(detail)
         self.reason, self.detail = reason, detail
 

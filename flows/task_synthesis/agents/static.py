@@ -168,7 +168,7 @@ class _Composer:
         where = self._where(fills, table)
         if not where or not fills:
             return None
-        main = self._main_phrase(form, ctx_table, ctx_row, new=True)
+        main = self._main_phrase(form, ctx_table, ctx_row)
         details = _join([f"{_spoken_label(f.field.label)} {f.spoken}" for f in fills if f.field.type != "checkbox"])
         ticks = [f"tick {quote(f.field.label)}" for f in fills if f.field.type == "checkbox"]
         instruction = f"{rng.choice(OPENERS)}{main} with {details}{', and ' + _join(ticks) if ticks else ''}."
@@ -277,7 +277,7 @@ class _Composer:
                     f"Find out the {detail.label.lower()} of the {entity} {quote(row['shown'])}.",
                 )
             )
-            reference = [*self._navigate_to(table, row, url), {"action": "terminate", "status": "success", "answer": str(row["value"])}]
+            reference = [{"action": "goto", "url": url}, {"action": "terminate", "status": "success", "answer": str(row["value"])}]
             verifier = {"template": "answer_equals", "params": {"answer": str(row["value"])}}
             params = {"detail": detail.label, "page": url, "row": row["id"]}
             return self._spec("retrieve", url, instruction, params, seed, [], verifier, reference)
@@ -453,7 +453,7 @@ class _Composer:
                 where[f.column] = f.stored
         return where
 
-    def _main_phrase(self, form: Form, ctx_table: str | None, ctx_row: dict | None, new: bool) -> str:
+    def _main_phrase(self, form: Form, ctx_table: str | None, ctx_row: dict | None) -> str:
         words = form.label.split() or (form.buttons[0].split() if form.buttons else ["submit"])
         verb, rest = words[0].lower(), " ".join(words[1:]).lower()
         ctx = ""
@@ -462,14 +462,11 @@ class _Composer:
             ctx = f"the {singular(ctx_table)} {quote(ctx_row[display])}" if display else f"this {singular(ctx_table)}"
         if ctx and rest.split(" ")[0] in PREPOSITIONS:
             return f"{verb} {ctx} {rest}"
-        if verb in ("add", "create", "new") and new and rest:
+        if verb in ("add", "create", "new") and rest:
             phrase = f"{'create' if verb == 'new' else verb} a new {rest}"
         else:
             phrase = f"{verb} {rest}".strip()
         return f"{phrase} for {ctx}" if ctx else phrase
-
-    def _navigate_to(self, table: Table, row: Any, url: str) -> list[dict[str, Any]]:
-        return [{"action": "goto", "url": url}]
 
     # ---- injection ------------------------------------------------------------------------------
     def _insert_columns(self, table: Table) -> list[str]:
