@@ -1,5 +1,5 @@
-"""A pool of live replicas of one sandbox: each worker thread owns an app process (its own state)
-and a browser connection; all of them share one Chromium when there is more than one worker."""
+"""A pool of live replicas of one sandbox: each worker thread owns a driver session (its own app state;
+for web sandboxes a browser connection, all of them sharing one Chromium when there is more than one worker)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,11 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import TypeVar
 
-from sandboxes.app_process import AppProcess, SandboxError
+from sandboxes.app_process import SandboxError
+from sandboxes.driver import Driver
+from sandboxes.drivers import open_driver
 from sandboxes.manifest import SandboxManifest
-from sandboxes.web import BrowserHost, SharedBrowser, WebDriver
+from sandboxes.web import SharedBrowser
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -25,7 +27,7 @@ class SandboxPool:
         self.share_browser = share_browser
 
     def map(
-        self, fn: Callable[[WebDriver, T], R], items: Iterable[T], on_result: Callable[[T, R], None] | None = None
+        self, fn: Callable[[Driver, T], R], items: Iterable[T], on_result: Callable[[T, R], None] | None = None
     ) -> list[R]:
         """fn(driver, item) for every item, spread over the workers; results in input order.
         A sandbox that cannot start raises SandboxError after the other workers stop."""
@@ -36,14 +38,17 @@ class SandboxPool:
             todo.put(i)
         errors: list[SandboxError] = []  # list.append is atomic; workers stop at the first error
         lock = threading.Lock()
-        shared = SharedBrowser().start() if self.share_browser and self.workers > 1 and len(items) > 1 else None
+        shared = (
+            SharedBrowser().start()
+            if self.manifest.sandbox.kind == "web" and self.share_browser and self.workers > 1 and len(items) > 1
+            else None
+        )
 
         def worker() -> None:
-            app, host = AppProcess(self.manifest), BrowserHost(endpoint=shared.endpoint if shared else None)
+            session = None
             try:
-                app.start()
-                host.start()
-                driver = WebDriver(app, host)
+                session = open_driver(self.manifest, browser_endpoint=shared.endpoint if shared else None)
+                driver = session.driver
                 while not errors:
                     try:
                         i = todo.get_nowait()
@@ -53,14 +58,13 @@ class SandboxPool:
                     if on_result:
                         with lock:
                             on_result(items[i], results[i])
-                driver.close()
             except SandboxError as exc:
                 errors.append(exc)
             except Exception as exc:  # a bug in fn must not leave silent holes in the results
                 errors.append(SandboxError(f"{self.manifest.name}: worker failed: {type(exc).__name__}: {exc}"))
             finally:
-                host.close()
-                app.close()
+                if session is not None:
+                    session.close()
 
         try:
             threads = [threading.Thread(target=worker, daemon=True) for _ in range(min(self.workers, max(1, len(items))))]

@@ -8,9 +8,9 @@ from flows.task_synthesis.gate import ValidationGate
 from flows.task_synthesis.synthesis import stored_skills
 from flows.task_synthesis.task_spec import TaskSpec
 from lake import Lake
-from sandboxes.app_process import AppProcess, SandboxError
+from sandboxes.app_process import SandboxError
+from sandboxes.drivers import open_driver
 from sandboxes.registry import select
-from sandboxes.web import BrowserHost, WebDriver
 
 
 def revalidate(task_id: str, truncate: int = 0, lake: Lake | None = None) -> dict[str, Any]:
@@ -26,17 +26,10 @@ def revalidate(task_id: str, truncate: int = 0, lake: Lake | None = None) -> dic
     manifests, problems = select([spec.sandbox])
     if not manifests:
         return {"task_id": task_id, "status": "error", "detail": "; ".join(str(p) for p in problems)}
-    app, host = AppProcess(manifests[0]), BrowserHost()
     try:
-        app.start()
-        host.start()
-        driver = WebDriver(app, host)
-        result = ValidationGate(driver, stored_skills(lake, spec.sandbox), truncate=0 if truncate else 1).validate(spec)
-        driver.close()
+        with open_driver(manifests[0]) as driver:
+            result = ValidationGate(driver, stored_skills(lake, spec.sandbox), truncate=0 if truncate else 1).validate(spec)
     except SandboxError as exc:
         return {"task_id": task_id, "status": "error", "detail": str(exc)}
-    finally:
-        host.close()
-        app.close()
     out = result.to_json() | {"instruction": spec.instruction, "truncated_actions": truncate}
     return out
