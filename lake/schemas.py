@@ -224,6 +224,25 @@ TABLES: dict[str, pa.Schema] = {
             ("recorded_at", TS),
         ]
     ),
+    # Human spot-review decisions (append-only; the `reviews` view keeps each reviewer's latest per item).
+    # Written by the review queue; read by export curation (rejected items are never exported), the
+    # judge-agreement figure (AutoJudge vs humans) and verifier retirement.
+    "reviews": pa.schema(
+        [
+            ("review_id", pa.string()),  # unique per decision
+            ("item_kind", pa.string()),  # task | trajectory
+            ("item_id", pa.string()),  # task_id or trajectory_id
+            ("sandbox", pa.string()),
+            ("family", pa.string()),
+            ("reviewer", pa.string()),
+            ("decision", pa.string()),  # accept | reject | relabel | flag_verifier
+            ("reason", pa.string()),  # why, for reject / flag_verifier
+            ("label", pa.string()),  # the corrected verdict for relabel: pass | failed | env_error
+            ("judge_label", pa.string()),  # what AutoJudge said, for trajectories
+            ("sample_id", pa.string()),  # the sample the item was drawn in
+            ("decided_at", TS),
+        ]
+    ),
     "runs": pa.schema(
         [
             ("run_id", pa.string()),
@@ -240,6 +259,7 @@ TABLES: dict[str, pa.Schema] = {
 LATEST_BY_KEY: dict[str, tuple[str, str]] = {
     "tasks": ("task_id", "recorded_at"),
     "pools": ("policy, task_id", "recorded_at"),
+    "reviews": ("item_kind, item_id, reviewer", "decided_at"),
 }
 
 DUCKDB_TYPES = {
