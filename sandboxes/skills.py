@@ -16,7 +16,7 @@ class Skill:
 
     name: str
     sandbox: str
-    kind: str  # sql
+    kind: str  # sql | python
     description: str
     spec: dict[str, Any] = field(hash=False)
 
@@ -27,7 +27,27 @@ class Skill:
 
 
 class InjectionError(Exception):
-    """A skill could not be applied; the candidate is rejected with `inject_error`."""
+    """A skill could not be applied; the candidate is rejected with `reason` (inject_error, or unsafe_code /
+    code_timeout for a python skill that misbehaved in isolation)."""
+
+    def __init__(self, message: str, reason: str = "inject_error") -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+def run_skill(db_path: Path, skill: Skill, args: dict[str, Any]) -> None:
+    """`sql` skills run here (statements with named parameters); `python` skills (code the LLM agent wrote,
+    defining inject(db_path, args)) run through flywheel.isolation, never in this process."""
+    if skill.kind == "sql":
+        return run_sql_skill(db_path, skill, args)
+    if skill.kind != "python":
+        raise InjectionError(f"skill {skill.name}: unknown kind {skill.kind!r}; kinds: sql, python")
+    from flywheel.isolation.generated import GeneratedCodeFailed, run_python_skill
+
+    try:
+        run_python_skill(db_path, skill.spec.get("code", ""), args)
+    except GeneratedCodeFailed as exc:
+        raise InjectionError(f"skill {skill.name}: {exc}", exc.gate_reason("inject_error")) from None
 
 
 def run_sql_skill(db_path: Path, skill: Skill, args: dict[str, Any]) -> None:

@@ -39,7 +39,7 @@ from sandboxes.actions import (
 )
 from sandboxes.app_process import AppProcess, SandboxError, free_port, stop_process
 from sandboxes.driver import ActionResult, Health, Observation
-from sandboxes.skills import InjectionError, Skill, run_sql_skill
+from sandboxes.skills import InjectionError, Skill, run_skill
 from verifier_templates.base import Probe
 
 CHROMIUM_ARGS = [
@@ -260,9 +260,9 @@ class WebDriver:
         self.page.wait_for_load_state("load")
 
     def inject(self, skill: Skill, args: dict[str, Any]) -> None:
-        if skill.kind != "sql" or self.app.state_path is None:
+        if skill.kind not in ("sql", "python") or self.app.state_path is None:
             raise InjectionError(f"skill kind {skill.kind!r} is not supported for {self.manifest.state.kind} state")
-        run_sql_skill(self.app.state_path, skill, args)
+        run_skill(self.app.state_path, skill, args)
         if not self._at_start:
             self.page.reload()
 

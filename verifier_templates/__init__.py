@@ -8,6 +8,7 @@ from types import ModuleType
 from verifier_templates import (
     all_of,
     answer_equals,
+    code,
     count_changed,
     field_equals,
     page_contains,
@@ -21,7 +22,7 @@ TEMPLATES: dict[str, ModuleType] = {
     m.NAME: m
     for m in (
         row_exists, row_absent, field_equals, count_changed, url_matches, page_contains, answer_equals,
-        all_of,
+        all_of, code,
     )
 }
 

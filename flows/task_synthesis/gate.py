@@ -14,6 +14,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from flows.task_synthesis.task_spec import TaskSpec
+from flywheel.isolation.generated import GeneratedCodeFailed
 from sandboxes.actions import parse_actions
 from sandboxes.app_process import SandboxError
 from sandboxes.driver import Driver
@@ -32,6 +33,8 @@ REASONS = (
     "bad_reference",
     "timeout",
     "sandbox_error",
+    "unsafe_code",  # generated code (a code verifier, a python skill) tried something forbidden or ran out of memory
+    "code_timeout",  # generated code did not finish in time
 )
 
 
@@ -149,7 +152,7 @@ class ValidationGate:
             try:
                 self.driver.inject(skill, inj.get("args", {}))
             except InjectionError as exc:
-                raise _Rejected("inject_error", str(exc)) from None
+                raise _Rejected(exc.reason, str(exc)) from None
         initial = self._observe(probes)
         for i, action in enumerate(actions):
             if time.monotonic() > self._deadline:
@@ -174,7 +177,10 @@ class ValidationGate:
         return values
 
     def _judge(self, template, params, initial, final, label: str, expected: bool) -> Check:
-        verdict = template.judge(Evidence(initial, final), params)
+        try:
+            verdict = template.judge(Evidence(initial, final), params)
+        except GeneratedCodeFailed as exc:  # a code verifier, run in isolation, misbehaved
+            raise _Rejected(exc.gate_reason("bad_verifier"), str(exc)) from None
         return Check(
             label, verdict.passed, expected, verdict.reason, {"initial": initial, "final": final},
             duration_s=getattr(self, "_last_duration", 0.0),

@@ -1,0 +1,12 @@
+"""Isolation for code the LLM agent writes: it never runs in the orchestrator process."""
+
+from flywheel.isolation.runners import (
+    ContainerRunner,
+    Job,
+    Runner,
+    RunResult,
+    SubprocessRunner,
+    default_runner,
+)
+
+__all__ = ["ContainerRunner", "Job", "RunResult", "Runner", "SubprocessRunner", "default_runner"]

@@ -1,0 +1,160 @@
+"""Generated code that misbehaves is contained, in the container runner and in the subprocess runner,
+and a verifier or skill made of it is rejected with a reason code."""
+
+from __future__ import annotations
+
+import socket
+import sqlite3
+import threading
+
+import pytest
+
+from flywheel.isolation import ContainerRunner, Job, SubprocessRunner
+from flywheel.isolation.generated import GeneratedCodeFailed, run_code_judge, run_python_skill
+from flywheel.isolation.runners import _uid_has_processes
+from sandboxes.docker_images import engine_available
+
+READ_SHADOW = "def judge(evidence, params):\n    return {'passed': True, 'reason': open('/etc/shadow').read()}\n"
+FORK_BOMB = (
+    "import os\n"
+    "def judge(evidence, params):\n"
+    "    while True:\n"
+    "        try:\n"
+    "            os.fork()\n"
+    "        except OSError:\n"
+    "            pass\n"
+)
+ALLOCATE_20GB = "def judge(evidence, params):\n    block = bytearray(20 * 2**30)\n    return {'passed': True, 'reason': str(len(block))}\n"
+NEVER_RETURNS = "def judge(evidence, params):\n    while True:\n        pass\n"
+SOUND = "def judge(evidence, params):\n    n = evidence['final']['n']\n    return {'passed': n > 0, 'reason': f'{n} rows'}\n"
+
+
+def connect_to(port: int) -> str:
+    return (
+        "import socket\n"
+        "def judge(evidence, params):\n"
+        "    s = socket.socket()\n"
+        "    s.settimeout(2)\n"
+        f"    s.connect(('127.0.0.1', {port}))\n"
+        "    s.sendall(b'exfiltrated')\n"
+        "    return {'passed': True, 'reason': 'connected'}\n"
+    )
+
+
+@pytest.fixture(scope="module", params=["subprocess", pytest.param("container", marks=pytest.mark.docker)])
+def runner(request):
+    if request.param == "subprocess":
+        return SubprocessRunner()
+    ok, why = engine_available()
+    if not ok:
+        pytest.skip(f"container runner not tested: {why}")
+    return ContainerRunner()
+
+
+@pytest.fixture
+def listener():
+    """A TCP server on the host's loopback that counts the connections it gets."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(5)
+    server.settimeout(0.2)
+    seen, stop = [], threading.Event()
+
+    def accept() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+                seen.append(conn.recv(100))
+                conn.close()
+            except OSError:
+                continue
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    yield server.getsockname()[1], seen
+    stop.set()
+    thread.join()
+    server.close()
+
+
+def judge_with(runner, code: str, timeout_s: float = 10.0):
+    return run_code_judge(code, {"initial": {"n": 0}, "final": {"n": 2}}, {}, runner=runner, timeout_s=timeout_s)
+
+
+def rejected(runner, code: str, timeout_s: float = 10.0) -> GeneratedCodeFailed:
+    with pytest.raises(GeneratedCodeFailed) as info:
+        judge_with(runner, code, timeout_s)
+    return info.value
+
+
+def test_sound_code_runs_and_returns_its_verdict(runner):
+    assert judge_with(runner, SOUND) == (True, "2 rows")
+
+
+def test_reading_etc_shadow_is_forbidden(runner):
+    failure = rejected(runner, READ_SHADOW)
+    assert failure.result.reason == "forbidden" and failure.gate_reason("bad_verifier") == "unsafe_code"
+    assert "root:" not in str(failure) + failure.result.stdout_tail + failure.result.stderr_tail
+
+
+def test_without_the_audit_hook_the_os_still_keeps_etc_shadow_out(runner):
+    result = runner.run(Job(READ_SHADOW, "judge", [{}, {}], audit=False))
+    assert not result.ok and result.value is None
+    # subprocess: an unprivileged uid gets EACCES; container: the host's /etc is not there at all
+    assert "Permission denied" in result.detail or "No such file" in result.detail
+
+
+def test_opening_a_socket_is_forbidden_and_reaches_nothing(runner, listener):
+    port, seen = listener
+    failure = rejected(runner, connect_to(port))
+    assert failure.result.reason == "forbidden" and failure.gate_reason("bad_verifier") == "unsafe_code"
+    result = runner.run(Job(connect_to(port), "judge", [{}, {}], audit=False))  # the network namespace alone
+    assert not result.ok and result.network_isolated, result.detail
+    assert seen == []
+
+
+def test_a_fork_bomb_is_contained_and_cleaned_up(runner):
+    failure = rejected(runner, FORK_BOMB, timeout_s=3)
+    assert failure.result.reason in ("timeout", "forbidden", "killed")
+    assert failure.gate_reason("bad_verifier") in ("code_timeout", "unsafe_code")
+    if isinstance(runner, SubprocessRunner) and runner.as_root:  # nothing of the run's throwaway uid lives on
+        assert not _uid_has_processes(failure.result.uid)
+
+
+def test_allocating_20_gb_is_an_oom(runner):
+    failure = rejected(runner, ALLOCATE_20GB)
+    assert failure.result.reason == "oom" and failure.gate_reason("bad_verifier") == "unsafe_code"
+
+
+def test_code_that_never_returns_times_out(runner):
+    failure = rejected(runner, NEVER_RETURNS, timeout_s=2)
+    assert failure.result.reason == "timeout" and failure.gate_reason("bad_verifier") == "code_timeout"
+    assert failure.result.duration_s < 30
+
+
+def test_a_verdict_of_the_wrong_shape_is_an_error(runner):
+    failure = rejected(runner, "def judge(evidence, params):\n    return 'yes'\n")
+    assert failure.result.reason == "error" and failure.gate_reason("bad_verifier") == "bad_verifier"
+
+
+def test_a_python_skill_changes_the_db_only_when_it_runs_cleanly(runner, tmp_path):
+    db = tmp_path / "app.sqlite"
+    con = sqlite3.connect(db)
+    con.execute("CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT)")
+    con.commit()
+    con.close()
+    skill = ("import sqlite3\n"
+             "def inject(db_path, args):\n"
+             "    con = sqlite3.connect(db_path)\n"
+             "    con.execute('INSERT INTO notes (body) VALUES (?)', (args['body'],))\n"
+             "    con.commit()\n")
+    run_python_skill(db, skill, {"body": "hello"}, runner=runner)
+    broken = skill + "    raise RuntimeError('half done')\n"
+    with pytest.raises(GeneratedCodeFailed) as info:
+        run_python_skill(db, broken, {"body": "half"}, runner=runner)
+    assert info.value.gate_reason("inject_error") == "inject_error"
+    with pytest.raises(GeneratedCodeFailed) as info:  # a skill may not reach past its copy of the DB
+        run_python_skill(db, f"import sqlite3\ndef inject(db_path, args):\n    sqlite3.connect({str(db)!r})\n",
+                         {}, runner=runner)
+    assert info.value.gate_reason("inject_error") == "unsafe_code"
+    assert sqlite3.connect(db).execute("SELECT body FROM notes").fetchall() == [("hello",)]
