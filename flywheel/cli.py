@@ -96,6 +96,21 @@ def main(argv: list[str] | None = None) -> int:
     doc = sub.add_parser("doctor", help="check this machine: packages, browser, Docker, adb, LLM, Prefect, lake")
     doc.add_argument("--no-llm-call", action="store_true", help="do not send the one cheap test request to the model")
 
+    srv = sub.add_parser("serve", help="serve every deployment in prefect.yaml (starts a local Prefect server if none is set)")
+    srv.add_argument("--port", type=int, default=4299, help="port of the local Prefect server (default 4299)")
+    srv.add_argument("--limit", type=int, default=2, help="flow runs at once (default 2)")
+    srv.add_argument("--prefect-yaml", type=Path, default=Path(__file__).resolve().parents[1] / "prefect.yaml")
+
+    rev = sub.add_parser("review", help="the human spot-review queue").add_subparsers(dest="review_cmd", required=True)
+    rs = rev.add_parser("serve", help="a web app on 127.0.0.1 for reviewing sampled pairs and trajectories, opened with a printed token")
+    rs.add_argument("--port", type=int, default=8765)
+    rs.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1: only this machine)")
+    rs.add_argument("--reviewer", default=os.environ.get("USER") or "reviewer", help="your name on every decision (default $USER)")
+    rs.add_argument("--sample", type=int, default=30, help="items drawn, stratified by sandbox and family (default 30), "
+                    "plus every low-agreement judge case")
+    rs.add_argument("--seed", type=int, default=0)
+    rev.add_parser("stats", help="AutoJudge-vs-human agreement and the verifiers reviewers flagged")
+
     lake_p = sub.add_parser("lake", help="query and maintain the lake").add_subparsers(dest="lake_cmd", required=True)
     sql = lake_p.add_parser("sql", help="run SQL against the catalog's views (read-only)")
     sql.add_argument("query")
@@ -125,6 +140,10 @@ def main(argv: list[str] | None = None) -> int:
         return _doctor(args)
     if args.command == "eval":
         return _eval_mining(args)
+    if args.command == "serve":
+        return _serve(args)
+    if args.command == "review":
+        return _review(args)
     if args.command == "lake":
         return _lake(args)
     if args.command == "tasks":
@@ -230,6 +249,29 @@ def _doctor(args: argparse.Namespace) -> int:
     missing = [c for c in checks if c.required and not c.ok]
     print(f"\n{len(missing)} required item(s) missing" if missing else "\neverything required is here")
     return 1 if missing else 0
+
+
+def _serve(args: argparse.Namespace) -> int:
+    _prefect_env()
+    from flywheel.serve import serve
+
+    try:
+        return serve(args.prefect_yaml, port=args.port, limit=args.limit)
+    except (ValueError, RuntimeError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+def _review(args: argparse.Namespace) -> int:
+    from lake import Lake
+
+    if args.review_cmd == "stats":
+        from flywheel.review.stats import print_stats
+
+        return print_stats(Lake())
+    from flywheel.review.app import serve_review
+
+    return serve_review(Lake(), host=args.host, port=args.port, reviewer=args.reviewer, sample=args.sample, seed=args.seed)
 
 
 def _import(args: argparse.Namespace) -> int:

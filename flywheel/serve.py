@@ -1,0 +1,171 @@
+"""`flywheel serve`: every deployment in prefect.yaml, served from one process, with a local Prefect
+server started when none is configured.
+
+`prefect.serve` needs no work pool, worker or pull step: this process polls the API and runs each
+flow run in a subprocess from the repo folder, which works offline on one machine. prefect.yaml
+also names a process work pool, so `prefect deploy --all` + `prefect worker start` run the same
+deployments on many machines.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+DEFAULT_PORT = 4299
+
+
+@dataclass
+class DeploymentSpec:
+    """One entry of prefect.yaml's `deployments`."""
+
+    name: str
+    entrypoint: str  # path/to/flow.py:function
+    parameters: dict[str, Any] = field(default_factory=dict)
+    crons: list[str] = field(default_factory=list)
+    description: str | None = None
+    tags: list[str] = field(default_factory=list)
+    concurrency_limit: int | None = None
+
+
+def load_specs(prefect_yaml: Path) -> list[DeploymentSpec]:
+    try:
+        doc = yaml.safe_load(prefect_yaml.read_text())
+    except (OSError, yaml.YAMLError) as exc:
+        raise ValueError(f"cannot read {prefect_yaml}: {exc}; run from the repo root or pass --prefect-yaml") from None
+    specs = []
+    for i, d in enumerate(doc.get("deployments") or []):
+        if not d.get("name") or not d.get("entrypoint"):
+            raise ValueError(f"{prefect_yaml}: deployment #{i + 1} needs a name and an entrypoint (path/flow.py:function)")
+        specs.append(DeploymentSpec(
+            name=d["name"], entrypoint=d["entrypoint"], parameters=d.get("parameters") or {},
+            crons=[s["cron"] for s in d.get("schedules") or [] if "cron" in s],
+            description=d.get("description"), tags=d.get("tags") or [], concurrency_limit=d.get("concurrency_limit"),
+        ))
+    return specs
+
+
+def load_flow(spec: DeploymentSpec, root: Path = REPO):
+    """The flow object behind an entrypoint; raises ImportError naming the entrypoint when it does not load."""
+    from prefect.flows import load_flow_from_entrypoint
+
+    path, _, func = spec.entrypoint.partition(":")
+    if not (root / path).exists():
+        raise ImportError(f"{spec.entrypoint}: no file {path}")
+    try:
+        return load_flow_from_entrypoint(f"{root / path}:{func}", use_placeholder_flow=False)
+    except Exception as exc:  # a missing function, a syntax error, an import inside the flow module
+        raise ImportError(f"{spec.entrypoint}: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}") from exc
+
+
+def unknown_parameters(spec: DeploymentSpec, flow) -> list[str]:
+    accepted = inspect.signature(flow.fn).parameters
+    return sorted(set(spec.parameters) - set(accepted))
+
+
+def start_local_server(port: int, home: Path) -> subprocess.Popen:
+    """A dedicated Prefect server on 127.0.0.1 (its own SQLite file): schedules and `deployment run` need one
+    that outlives a single flow run, which an ephemeral in-process server does not."""
+    home.mkdir(parents=True, exist_ok=True)
+    env = os.environ | {
+        "PREFECT_HOME": str(home),
+        "PREFECT_API_DATABASE_CONNECTION_URL": f"sqlite+aiosqlite:///{home / 'serve.db'}",
+        "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+        "PREFECT_SERVER_UI_ENABLED": "false",
+        "DO_NOT_TRACK": "1",
+    }
+    env.pop("PREFECT_API_URL", None)
+    log = open(home / "server.log", "ab")  # noqa: SIM115  (the server process owns it until it exits)
+    return subprocess.Popen(
+        [sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1", "--port", str(port),
+         "--analytics-off", "--no-ui"],
+        env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+    )
+
+
+def wait_healthy(api_url: str, proc: subprocess.Popen | None, timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            raise RuntimeError(f"the Prefect server exited with code {proc.returncode}; see .prefect/server.log")
+        try:
+            with urllib.request.urlopen(f"{api_url}/health", timeout=5) as resp:
+                if resp.status == 200:
+                    return
+        except (urllib.error.URLError, OSError):
+            pass
+        time.sleep(0.5)
+    raise RuntimeError(f"no Prefect API answered at {api_url} within {timeout_s:.0f} s; is the port taken? "
+                       "set PREFECT_API_URL to a running server, or pick another --port")
+
+
+def stop(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def serve(prefect_yaml: Path, port: int = DEFAULT_PORT, limit: int = 2, server_timeout_s: float = 120.0) -> int:
+    """Start a server if needed, then serve every deployment whose entrypoint imports, until Ctrl-C."""
+    specs = load_specs(prefect_yaml)
+    root = prefect_yaml.resolve().parent
+    server = None
+    api_url = os.environ.get("PREFECT_API_URL")
+    if not api_url:
+        api_url = f"http://127.0.0.1:{port}/api"
+        print(f"starting a local Prefect server at {api_url} (state in {root / '.prefect'}; first start ~15 s)…", flush=True)
+        server = start_local_server(port, root / ".prefect")
+        os.environ["PREFECT_API_URL"] = api_url  # before prefect is imported: its settings are read then
+    try:
+        wait_healthy(api_url, server, server_timeout_s)
+        os.chdir(root)  # flow runs start in this folder, where the entrypoints' paths are relative to
+        return _serve_specs(specs, root, api_url, limit)
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        if server is not None:
+            stop(server)
+
+
+def _serve_specs(specs: list[DeploymentSpec], root: Path, api_url: str, limit: int) -> int:
+    import prefect
+
+    deployments, names = [], []
+    for spec in specs:
+        try:
+            flow = load_flow(spec, root)
+        except ImportError as exc:
+            print(f"skipped {spec.entrypoint} ({spec.name}): it does not import yet — {exc}", flush=True)
+            continue
+        bad = unknown_parameters(spec, flow)
+        if bad:
+            print(f"skipped {flow.name}/{spec.name}: prefect.yaml passes parameters the flow does not take: {', '.join(bad)}")
+            continue
+        deployments.append(flow.to_deployment(
+            name=spec.name, cron=spec.crons or None, parameters=spec.parameters, description=spec.description,
+            tags=spec.tags, concurrency_limit=spec.concurrency_limit,
+        ))
+        names.append(f"{flow.name}/{spec.name}")
+    if not deployments:
+        print("no deployment to serve", file=sys.stderr)
+        return 2
+    print(f"serving {len(deployments)} deployments: {', '.join(names)}", flush=True)
+    print("trigger one from another terminal, e.g.:\n"
+          f"  PREFECT_API_URL={api_url} prefect deployment run '{names[0]}' --watch", flush=True)
+    prefect.serve(*deployments, limit=limit, print_starting_message=False)
+    return 0
