@@ -98,7 +98,8 @@ def wait_healthy(api_url: str, proc: subprocess.Popen | None, timeout_s: float) 
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if proc is not None and proc.poll() is not None:
-            raise RuntimeError(f"the Prefect server exited with code {proc.returncode}; see .prefect/server.log")
+            raise RuntimeError(f"the Prefect server exited with code {proc.returncode}; see server.log in $PREFECT_HOME "
+                               "(default ./.prefect)")
         try:
             with urllib.request.urlopen(f"{api_url}/health", timeout=5) as resp:
                 if resp.status == 200:
@@ -128,8 +129,9 @@ def serve(prefect_yaml: Path, port: int = DEFAULT_PORT, limit: int = 2, server_t
     api_url = os.environ.get("PREFECT_API_URL")
     if not api_url:
         api_url = f"http://127.0.0.1:{port}/api"
-        print(f"starting a local Prefect server at {api_url} (state in {root / '.prefect'}; first start ~15 s)…", flush=True)
-        server = start_local_server(port, root / ".prefect")
+        home = Path(os.environ.get("PREFECT_HOME") or root / ".prefect")
+        print(f"starting a local Prefect server at {api_url} (state in {home}; first start ~15 s)…", flush=True)
+        server = start_local_server(port, home)
         os.environ["PREFECT_API_URL"] = api_url  # before prefect is imported: its settings are read then
     try:
         wait_healthy(api_url, server, server_timeout_s)
