@@ -132,3 +132,17 @@ def test_a_script_in_a_request_stays_inert_text(review_app, new_page):
     assert page.evaluate("typeof window.__pwned") == "undefined"
     assert page.locator(".filmstrip img").count() == 2  # the screenshots come through the blob route
     assert page.evaluate("Array.from(document.images).every(i => i.complete && i.naturalWidth === 8)")
+
+
+def test_a_pair_shows_its_replay_screenshots_or_says_there_is_none(review_app, new_page):
+    state, base = review_app
+    where = {it.item_id: i for i, it in enumerate(state.sample.items)}
+    page = new_page()
+    open_queue(page, base, "erin")
+    page.goto(f"{base}/item/{where['t-shop-create']}")
+    assert "tr-replay" in page.locator("main").inner_text()
+    assert page.locator(".filmstrip img").count() == 2
+    assert "row_exists" in page.locator("main").inner_text() and "insert_addresses" in page.locator("main").inner_text()
+    page.goto(f"{base}/item/{where['t-mail-search']}")
+    assert page.locator(".filmstrip").count() == 0
+    assert "No replay of this task is stored" in page.locator(".note").inner_text()
