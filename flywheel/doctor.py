@@ -5,7 +5,6 @@ from __future__ import annotations
 import importlib
 import os
 import shutil
-import subprocess
 import tempfile
 import urllib.request
 from dataclasses import dataclass
@@ -62,16 +61,15 @@ def check_browser() -> Check:
 
 
 def check_docker() -> Check:
-    if not shutil.which("docker"):
-        return Check("docker engine", False, "no docker CLI", "sudo apt-get install -y docker.io", required=False)
-    try:
-        out = subprocess.run(["docker", "info", "--format", "{{.ServerVersion}}"], capture_output=True, text=True, timeout=10)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return Check("docker engine", False, str(exc), "start dockerd (see ../shared/ENVIRONMENT.md)", required=False)
-    if out.returncode == 0 and out.stdout.strip():
-        return Check("docker engine", True, f"server {out.stdout.strip()}", required=False)
-    return Check("docker engine", False, (out.stderr.strip().splitlines() or ["not reachable"])[-1][:120],
-                 "sudo dockerd &   (or set DOCKER_HOST); container sandboxes need it", required=False)
+    """Through the docker SDK, as container sandboxes and the isolated runner connect (DOCKER_HOST respected);
+    the CLI is not needed."""
+    from sandboxes.docker_images import engine_available
+
+    ok, detail = engine_available()
+    if ok:
+        return Check("docker engine", True, f"server {detail}", required=False)
+    return Check("docker engine", False, detail.split(";")[0],
+                 "scripts/start-docker   (or set DOCKER_HOST); container sandboxes need it", required=False)
 
 
 def check_adb() -> Check:

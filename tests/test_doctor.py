@@ -28,3 +28,12 @@ def test_all_checks_run_without_a_model(monkeypatch, tmp_path):
     monkeypatch.setenv("FLYWHEEL_LAKE", str(tmp_path / "lake"))
     names = [c.name for c in run_checks()]
     assert {"browser", "docker engine", "adb", "llm", "prefect", "lake"} <= set(names)
+
+
+def test_an_unreachable_docker_engine_is_named_with_the_fix(monkeypatch, tmp_path):
+    from flywheel.doctor import check_docker
+
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-such.sock")  # the SDK connects as sandboxes do
+    check = check_docker()
+    assert not check.ok and not check.required
+    assert "no Docker engine answers" in check.detail and "scripts/start-docker" in check.fix
