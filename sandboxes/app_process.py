@@ -127,6 +127,8 @@ class AppProcess:
 
     def restore(self) -> None:
         """Put the DB back to the snapshot: SQLite's backup API, safe while the app is serving."""
+        if self.manifest.state.in_page:
+            return  # the state lives in the browser: the driver's fresh context (or cleared storage) resets it
         if self.manifest.reset.strategy == "restart" or not self.state_path:
             self.stop()
             if self.state_path:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import re
 import tomllib
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 
 class ManifestError(Exception):
@@ -35,6 +36,16 @@ class SourceSpec(_Strict):
     path: str | None = "."
     git: str | None = None
     ref: str | None = None
+    npm: str | None = None  # "package@exact-version": fetched once with `npm pack` (sandboxes/npm_source.py)
+    subdir: str = ""  # the app's folder inside the npm package
+    integrity: str | None = None  # the tarball's sha512 as `npm view PKG@VER dist.integrity` prints it
+
+    @field_validator("npm")
+    @classmethod
+    def _exact(cls, v: str | None) -> str | None:
+        from sandboxes.npm_source import check_spec
+
+        return v if v is None else check_spec(v)
 
 
 class StartSpec(_Strict):
@@ -47,6 +58,34 @@ class StartSpec(_Strict):
 class StateSpec(_Strict):
     kind: Literal["sqlite", "http_json", "js", "local_storage", "files"]
     path: str | None = None
+    expression: str | None = None  # js: a JS expression whose (JSON) value is the app's state
+    key: str | None = None  # local_storage: the key the app keeps its state under
+    items: str = ""  # local_storage: dotted path to the records inside the stored JSON ("" = the value itself)
+
+    @model_validator(mode="after")
+    def _page_state(self) -> StateSpec:
+        if self.kind == "js" and not self.expression:
+            raise ValueError('state kind "js" needs expression = "<a JS expression>"')
+        if self.kind == "local_storage" and not self.key:
+            raise ValueError('state kind "local_storage" needs key = "<the localStorage key>"')
+        return self
+
+    @property
+    def in_page(self) -> bool:
+        """The state lives in the browser page: a fresh context resets it, a JS probe reads it."""
+        return self.kind in ("js", "local_storage")
+
+    def page_expression(self) -> str | None:
+        """The JS expression that reads the state of an in-page app, or None for other kinds."""
+        if self.kind == "js":
+            return self.expression
+        if self.kind != "local_storage":
+            return None
+        path = json.dumps([p for p in self.items.split(".") if p])
+        return (
+            f"(() => {{ let v = JSON.parse(localStorage.getItem({json.dumps(self.key)}) || 'null'); "
+            f"for (const p of {path}) v = v == null ? null : v[p]; return v === undefined ? null : v; }})()"
+        )
 
 
 class ResetSpec(_Strict):
@@ -80,6 +119,11 @@ class SandboxManifest(_Strict):
 
     @property
     def source_dir(self) -> Path:
+        """The app's files; an npm source is fetched into the cache on first use (SourceFetchError if it cannot be)."""
+        if self.source.npm:
+            from sandboxes.npm_source import fetch
+
+            return fetch(self.source.npm, self.source.integrity).package_dir / self.source.subdir
         return (self.folder / (self.source.path or ".")).resolve()
 
     def sensitive_kind(self, control_name: str) -> str | None:
@@ -110,6 +154,6 @@ def load_manifest(path: str | Path) -> SandboxManifest:
             f"{path}: {problems} — fix these keys (see sandboxes/sandbox.example.toml)"
         ) from None
     manifest.folder = path.parent.resolve()
-    if manifest.source.git is None and not manifest.source_dir.exists():
+    if manifest.source.git is None and manifest.source.npm is None and not manifest.source_dir.exists():
         raise ManifestError(f"{path}: source.path {manifest.source.path!r} does not exist; point it at the app")
     return manifest

@@ -16,7 +16,7 @@ class Skill:
 
     name: str
     sandbox: str
-    kind: str  # sql | python
+    kind: str  # sql | local_storage | python
     description: str
     spec: dict[str, Any] = field(hash=False)
 
@@ -61,3 +61,15 @@ def run_sql_skill(db_path: Path, skill: Skill, args: dict[str, Any]) -> None:
         raise InjectionError(f"skill {skill.name} failed on the app DB: {exc}") from None
     finally:
         con.close()
+
+
+def local_storage_entries(skill: Skill, args: dict[str, Any]) -> dict[str, str]:
+    """A `local_storage` skill: spec {"key": K, "items": "a.b"}, args {"value": V}; stores V under K,
+    nested at the dotted path (how the app keeps its records), as JSON text."""
+    key = skill.spec.get("key")
+    if not isinstance(key, str) or "value" not in args:
+        raise InjectionError(f"skill {skill.name}: a local_storage skill needs spec.key and an args.value")
+    value = args["value"]
+    for part in reversed([p for p in str(skill.spec.get("items", "")).split(".") if p]):
+        value = {part: value}
+    return {key: json.dumps(value)}

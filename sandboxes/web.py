@@ -39,7 +39,7 @@ from sandboxes.actions import (
 )
 from sandboxes.app_process import AppProcess, SandboxError, free_port, stop_process
 from sandboxes.driver import ActionResult, Health, Observation
-from sandboxes.skills import InjectionError, Skill, run_skill
+from sandboxes.skills import InjectionError, Skill, local_storage_entries, run_skill
 from verifier_templates.base import Probe
 
 CHROMIUM_ARGS = [
@@ -260,6 +260,13 @@ class WebDriver:
         self.page.wait_for_load_state("load")
 
     def inject(self, skill: Skill, args: dict[str, Any]) -> None:
+        if skill.kind == "local_storage":
+            entries = local_storage_entries(skill, args)
+            self._ensure_started()  # storage belongs to the app's origin: be on its page first
+            self.page.evaluate("(e) => { for (const [k, v] of Object.entries(e)) localStorage.setItem(k, v); }", entries)
+            self.page.reload()
+            self.settle()
+            return
         if skill.kind not in ("sql", "python") or self.app.state_path is None:
             raise InjectionError(f"skill kind {skill.kind!r} is not supported for {self.manifest.state.kind} state")
         run_skill(self.app.state_path, skill, args)

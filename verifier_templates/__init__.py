@@ -11,6 +11,7 @@ from verifier_templates import (
     code,
     count_changed,
     field_equals,
+    js_state_matches,
     page_contains,
     row_absent,
     row_exists,
@@ -22,7 +23,7 @@ TEMPLATES: dict[str, ModuleType] = {
     m.NAME: m
     for m in (
         row_exists, row_absent, field_equals, count_changed, url_matches, page_contains, answer_equals,
-        all_of, code,
+        all_of, js_state_matches, code,
     )
 }
 

@@ -30,6 +30,12 @@ def read_source(manifest: SandboxManifest) -> SourceSnapshot:
     import git
 
     folder = manifest.source_dir
+    if manifest.source.npm:  # pinned by the tarball's integrity hash (and the app's folder inside it)
+        from sandboxes.npm_source import fetch
+
+        pin = fetch(manifest.source.npm, manifest.source.integrity).integrity
+        snapshot = _from_disk(manifest, folder, "npm")
+        return SourceSnapshot(manifest.name, pin + (f":{manifest.source.subdir}" if manifest.source.subdir else ""), snapshot.files)
     try:
         repo = git.Repo(folder, search_parent_directories=True)
     except (git.InvalidGitRepositoryError, git.NoSuchPathError):

@@ -36,7 +36,21 @@ class CodingAgent(Protocol):
 
 def get_agent(name: str) -> CodingAgent:
     if name == "static":
+        return _StaticByAppShape()
+    raise ValueError(f"unknown agent {name!r}; available: static (the LLM agent arrives with issue 7)")
+
+
+class _StaticByAppShape:
+    """The offline agent: the server-app reader (static.py), or the page reader (static_page.py) when
+    the sandbox's state lives in the page (state kind js or local_storage)."""
+
+    name = "static"
+
+    def synthesize(self, request: SynthesisRequest) -> AgentOutput:
+        if request.manifest.state.in_page:
+            from flows.task_synthesis.agents.static_page import StaticPageAgent
+
+            return StaticPageAgent().synthesize(request)
         from flows.task_synthesis.agents.static import StaticAgent
 
-        return StaticAgent()
-    raise ValueError(f"unknown agent {name!r}; available: static (the LLM agent arrives with issue 7)")
+        return StaticAgent().synthesize(request)
