@@ -94,18 +94,22 @@ def start_local_server(port: int, home: Path) -> subprocess.Popen:
     )
 
 
+def _answers(api_url: str) -> bool:
+    try:
+        with urllib.request.urlopen(f"{api_url}/health", timeout=5) as resp:
+            return resp.status == 200
+    except (urllib.error.URLError, OSError):
+        return False
+
+
 def wait_healthy(api_url: str, proc: subprocess.Popen | None, timeout_s: float) -> None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if proc is not None and proc.poll() is not None:
             raise RuntimeError(f"the Prefect server exited with code {proc.returncode}; see server.log in $PREFECT_HOME "
                                "(default ./.prefect)")
-        try:
-            with urllib.request.urlopen(f"{api_url}/health", timeout=5) as resp:
-                if resp.status == 200:
-                    return
-        except (urllib.error.URLError, OSError):
-            pass
+        if _answers(api_url):
+            return
         time.sleep(0.5)
     raise RuntimeError(f"no Prefect API answered at {api_url} within {timeout_s:.0f} s; is the port taken? "
                        "set PREFECT_API_URL to a running server, or pick another --port")
@@ -129,6 +133,9 @@ def serve(prefect_yaml: Path, port: int = DEFAULT_PORT, limit: int = 2, server_t
     api_url = os.environ.get("PREFECT_API_URL")
     if not api_url:
         api_url = f"http://127.0.0.1:{port}/api"
+        if _answers(api_url):
+            raise RuntimeError(f"a Prefect server already answers at {api_url}: to serve against it, "
+                               f"export PREFECT_API_URL={api_url}; for a server of our own, pick another --port")
         home = Path(os.environ.get("PREFECT_HOME") or root / ".prefect")
         print(f"starting a local Prefect server at {api_url} (state in {home}; first start ~15 s)…", flush=True)
         server = start_local_server(port, home)
@@ -144,25 +151,34 @@ def serve(prefect_yaml: Path, port: int = DEFAULT_PORT, limit: int = 2, server_t
             stop(server)
 
 
-def _serve_specs(specs: list[DeploymentSpec], root: Path, api_url: str, limit: int) -> int:
-    import prefect
-
-    deployments, names = [], []
+def build_deployments(specs: list[DeploymentSpec], root: Path = REPO) -> tuple[list, list[str], list[str]]:
+    """Runner deployments for the specs that load; (deployments, their names, a note per skipped spec)."""
+    deployments, names, skipped = [], [], []
     for spec in specs:
         try:
             flow = load_flow(spec, root)
         except ImportError as exc:
-            print(f"skipped {spec.entrypoint} ({spec.name}): it does not import yet — {exc}", flush=True)
+            skipped.append(f"skipped {spec.entrypoint} ({spec.name}): it does not import — {exc}")
             continue
         bad = unknown_parameters(spec, flow)
         if bad:
-            print(f"skipped {flow.name}/{spec.name}: prefect.yaml passes parameters the flow does not take: {', '.join(bad)}")
+            skipped.append(f"skipped {flow.name}/{spec.name}: prefect.yaml passes parameters the flow does not take: "
+                           f"{', '.join(bad)}")
             continue
         deployments.append(flow.to_deployment(
             name=spec.name, cron=spec.crons or None, parameters=spec.parameters, description=spec.description,
             tags=spec.tags, concurrency_limit=spec.concurrency_limit,
         ))
         names.append(f"{flow.name}/{spec.name}")
+    return deployments, names, skipped
+
+
+def _serve_specs(specs: list[DeploymentSpec], root: Path, api_url: str, limit: int) -> int:
+    import prefect
+
+    deployments, names, skipped = build_deployments(specs, root)
+    for note in skipped:
+        print(note, flush=True)
     if not deployments:
         print("no deployment to serve", file=sys.stderr)
         return 2

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from flywheel.serve import REPO, load_flow, load_specs, unknown_parameters
+from flywheel.serve import REPO, build_deployments, load_flow, load_specs, unknown_parameters
 
 PREFECT_YAML = REPO / "prefect.yaml"
 FLOWS = {"synthesize-tasks", "rollout", "judge", "mine-failures", "explore", "export-sft", "cycle"}
@@ -92,3 +92,22 @@ def test_served_deployment_runs_and_lands_in_the_lake(tmp_path):
 
     rows = Lake(tmp_path / "lake").query("SELECT sandbox, status FROM tasks")
     assert len(rows) == 2 and {r["sandbox"] for r in rows} == {"shop"}
+
+
+def test_entrypoints_that_do_not_load_are_skipped_with_a_note(tmp_path):
+    (tmp_path / "flows").mkdir()
+    (tmp_path / "flows" / "ok.py").write_text(
+        "from prefect import flow\n\n@flow(name='ok')\ndef ok(n: int = 1) -> int:\n    return n\n")
+    yaml_file = tmp_path / "prefect.yaml"
+    yaml_file.write_text(
+        "deployments:\n"
+        "  - {name: a, entrypoint: 'flows/ok.py:ok', parameters: {n: 2}, schedules: [{cron: '0 * * * *'}]}\n"
+        "  - {name: b, entrypoint: 'flows/later.py:later'}\n"
+        "  - {name: c, entrypoint: 'flows/ok.py:missing'}\n"
+        "  - {name: d, entrypoint: 'flows/ok.py:ok', parameters: {count: 3}}\n")
+    deployments, names, skipped = build_deployments(load_specs(yaml_file), tmp_path)
+    assert names == ["ok/a"] and deployments[0].parameters == {"n": 2} and len(deployments[0].schedules) == 1
+    assert len(skipped) == 3
+    assert "flows/later.py:later" in skipped[0] and "no file" in skipped[0]
+    assert "flows/ok.py:missing" in skipped[1]
+    assert "ok/d" in skipped[2] and "count" in skipped[2]

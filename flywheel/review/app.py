@@ -196,7 +196,8 @@ def _load_trajectory(lake: Lake, trajectory_id: str) -> dict[str, Any]:
         "trajectory": traj, "task": task[0] if task else None,
         "verifier": _verifier(task[0]["verifier_json"]) if task else None,
         "verdict": verdict, "votes": _json(verdict.get("votes_json"), []), "failures": failures,
-        "faults": _json(traj.get("injected_faults_json"), []), "film": _steps(lake, trajectory_id),
+        "faults": [_pretty(f, indent=None) for f in _json(traj.get("injected_faults_json"), [])],
+        "film": _steps(lake, trajectory_id),
     }
 
 
