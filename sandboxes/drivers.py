@@ -45,8 +45,16 @@ def _open_web(manifest: SandboxManifest, stack: ExitStack, browser_endpoint: str
     return driver
 
 
+def _open_android(manifest: SandboxManifest, stack: ExitStack, _browser_endpoint: str | None) -> Driver:
+    from sandboxes.android import open_android_driver
+
+    driver = open_android_driver(manifest)  # leases a device from [android] / FLYWHEEL_ADB_*
+    stack.callback(driver.close)
+    return driver
+
+
 # kind -> opener(manifest, stack, browser_endpoint); the opener registers its own clean-up on the stack
-OPENERS: dict[str, Opener] = {"web": _open_web}
+OPENERS: dict[str, Opener] = {"web": _open_web, "android": _open_android}
 
 
 def open_driver(manifest: SandboxManifest, browser_endpoint: str | None = None) -> DriverSession:

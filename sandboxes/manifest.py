@@ -103,15 +103,41 @@ class SensitiveControl(_Strict):
         return v
 
 
+class AndroidSpec(_Strict):
+    """Where an Android sandbox's app runs: a device or emulator behind an adb server (USB or adb-over-TCP)."""
+
+    package: str
+    activity: str | None = None  # the launch activity, e.g. ".NotesListActivity"; default: the launcher's
+    label: str | None = None  # the name a person calls the app by (open_app)
+    db_path: str | None = None  # the app's SQLite DB, relative to its data dir, e.g. "databases/notes.db"
+    adb_host: str = "127.0.0.1"
+    adb_port: int = 5037
+    serials: list[str] = []  # devices to use, one per parallel worker; empty: every device the server lists
+
+
 class SandboxManifest(_Strict):
     sandbox: SandboxInfo
     source: SourceSpec = SourceSpec()
-    start: StartSpec
+    start: StartSpec | None  # required for every kind but android (its app is on a device, not started here)
     state: StateSpec
     reset: ResetSpec = ResetSpec()
     sensitive: list[SensitiveControl] = []
+    android: AndroidSpec | None = None
     # Where the manifest was read from; set by load_manifest, not by the file.
     folder: Path = Field(default=Path("."), exclude=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_start_on_android(cls, data: object) -> object:
+        if isinstance(data, dict) and isinstance(data.get("sandbox"), dict) and data["sandbox"].get("kind") == "android":
+            data.setdefault("start", None)
+        return data
+
+    @model_validator(mode="after")
+    def _android_table(self) -> SandboxManifest:
+        if self.sandbox.kind == "android" and self.android is None:
+            raise ValueError("an android sandbox needs an [android] table (package, db_path, adb host/port, serials)")
+        return self
 
     @property
     def name(self) -> str:

@@ -1,0 +1,294 @@
+"""The Android driver against the fake adb server (a test double; real devices are the production path):
+the exact adb requests it sends, and that what comes back parses."""
+
+from __future__ import annotations
+
+import shlex
+import struct
+from pathlib import Path
+
+import pytest
+
+from sandboxes.actions import parse_actions
+from sandboxes.android import AndroidDriver, open_android_driver, parse_hierarchy, render_sql, ui_tree
+from sandboxes.app_process import SandboxError
+from sandboxes.manifest import load_manifest
+from sandboxes.skills import InjectionError, Skill
+from tests.doubles.fake_adb import FakeAdbServer, FakeDevice
+from verifier_templates.base import Probe
+
+ROOT = Path(__file__).resolve().parents[2]
+NOTES = ROOT / "sandboxes" / "notes-android"
+PKG = "org.flywheel.notes"
+
+
+@pytest.fixture
+def adb(monkeypatch):
+    devices = [FakeDevice("emulator-5554", app_source=NOTES), FakeDevice("emulator-5556", app_source=NOTES)]
+    with FakeAdbServer(devices) as server:
+        monkeypatch.setenv("FLYWHEEL_ADB_PORT", str(server.port))
+        monkeypatch.setenv("FLYWHEEL_ANDROID_SETTLE_S", "0")  # the fake answers when the UI is already idle
+        monkeypatch.delenv("FLYWHEEL_ADB_SERIALS", raising=False)
+        yield server
+
+
+@pytest.fixture
+def manifest():
+    return load_manifest(NOTES)
+
+
+@pytest.fixture
+def driver(adb, manifest):
+    d = open_android_driver(manifest)
+    d.reset()
+    yield d
+    d.close()
+
+
+def sent(adb: FakeAdbServer, serial: str, since: int) -> list[str]:
+    """Device service requests (shell, exec) sent to one device after a point in the record."""
+    return [r for s, r in adb.requests[since:] if s == serial and not r.startswith("host")]
+
+
+def act(driver: AndroidDriver, *actions: dict):
+    return [driver.act(a) for a in parse_actions(list(actions))]
+
+
+def test_opening_leases_a_device_measures_it_and_snapshots_a_fresh_install(adb, manifest):
+    d = open_android_driver(manifest)
+    try:
+        assert d.serial == "emulator-5554" and d.screen_size == (1080, 2340)
+        assert sent(adb, "emulator-5554", 0) == [
+            "shell,v2:wm size",
+            f"shell,v2:am force-stop {PKG}",
+            f"shell,v2:pm clear {PKG}",
+            f"shell,v2:am start -W -n {PKG}/.NotesListActivity",
+            f"shell,v2:am force-stop {PKG}",
+            f"exec:run-as {PKG} cat databases/notes.db",
+        ]
+        assert d.snapshot_path.read_bytes().startswith(b"SQLite format 3")
+    finally:
+        d.close()
+
+
+def test_observe_sends_dumpsys_uiautomator_and_screencap_and_parses_them(adb, driver):
+    mark = len(adb.requests)
+    obs = driver.observe()
+    assert sent(adb, driver.serial, mark) == ["shell,v2:dumpsys window", "shell,v2:uiautomator dump /dev/tty", "exec:screencap -p"]
+    assert obs.url == f"android-app://{PKG}/.NotesListActivity" and obs.title == "NotesListActivity"
+    assert obs.screen_size == (1080, 2340)
+    assert obs.screenshot[:8] == b"\x89PNG\r\n\x1a\n" and struct.unpack(">II", obs.screenshot[16:24]) == (1080, 2340)
+    lines = obs.ui_tree.splitlines()
+    assert lines[0].startswith('- text "Notes" [ref=n')
+    assert any(line.startswith('  - listitem "Groceries" [ref=n') for line in lines)
+    assert lines[-1].startswith('- button "New note" [ref=n')
+    assert driver.observe(screenshot=False).screenshot is None
+
+
+def test_grid_points_map_to_device_pixels(adb, driver):
+    mark = len(adb.requests)
+    results = act(
+        driver,
+        {"action": "tap", "x": 500, "y": 500},
+        {"action": "long_press", "x": 100, "y": 200, "duration": 1.5},
+        {"action": "swipe", "x": 500, "y": 800, "x2": 500, "y2": 200},
+        {"action": "scroll", "pixels": -400},
+        {"action": "system_button", "button": "enter"},
+        {"action": "key", "keys": ["Tab"]},
+    )
+    assert all(r.ok for r in results), results
+    assert sent(adb, driver.serial, mark) == [
+        "shell,v2:input tap 540 1170",
+        "shell,v2:input swipe 108 468 108 468 1500",
+        "shell,v2:input swipe 540 1872 540 468 300",
+        "shell,v2:input swipe 540 1170 540 770 300",
+        "shell,v2:input keyevent KEYCODE_ENTER",
+        "shell,v2:input keyevent KEYCODE_TAB",
+    ]
+    assert results[0].point == (500, 500)
+
+
+def test_semantic_targets_tap_the_centre_of_their_bounds_and_type_escaped_text(adb, driver):
+    mark = len(adb.requests)
+    new, title, pinned, save = act(
+        driver,
+        {"action": "left_click", "target": {"role": "button", "name": "New note"}},
+        {"action": "type", "target": {"label": "Title"}, "text": "It's 5 o'clock & \"done\""},
+        {"action": "check", "target": {"label": "Pinned"}},
+        {"action": "left_click", "target": {"role": "button", "name": "Save note"}},
+    )
+    assert new.ok and title.ok and pinned.ok and save.ok
+    # New note fills the bottom of the screen above the navigation bar: y 2054..2214 -> centre 2134
+    assert new.point == (500, 912)
+    commands = sent(adb, driver.serial, mark)
+    assert "shell,v2:input tap 540 2134" in commands
+    assert "shell,v2:input text 'It'\"'\"'s%s5%so'\"'\"'clock%s&%s\"done\"'" in commands
+    row = driver.probe(Probe("row", "sql", "SELECT title, pinned FROM notes ORDER BY id DESC LIMIT 1", (), "rows"))
+    assert row == [["It's 5 o'clock & \"done\"", 1]]
+    assert driver.observe(screenshot=False).url.endswith(".NotesListActivity")  # Save finishes the editor
+
+
+def test_typing_replaces_a_fields_text_and_refuses_what_input_text_cannot_type(adb, driver):
+    act(driver, {"action": "left_click", "target": {"text": "Groceries"}}, {"action": "left_click", "target": {"role": "button", "name": "Edit note"}})
+    mark = len(adb.requests)
+    (result,) = act(driver, {"action": "type", "target": {"label": "Folder"}, "text": "Home"})
+    assert result.ok
+    commands = sent(adb, driver.serial, mark)
+    assert "shell,v2:input keyevent KEYCODE_MOVE_END " + " ".join(["KEYCODE_DEL"] * len("Personal")) in commands
+    assert commands[-1] == "shell,v2:input text Home"
+    (bad,) = act(driver, {"action": "type", "target": {"label": "Folder"}, "text": "Malmö"})
+    assert not bad.ok and "'ö'" in bad.error
+    (missing,) = act(driver, {"action": "type", "target": {"label": "Colour"}, "text": "red"})
+    assert not missing.ok and "no field 'Colour'" in missing.error and "textbox 'Title'" in missing.error
+
+
+def test_sensitive_controls_from_the_manifest_are_reported(adb, driver):
+    opened, delete = act(
+        driver, {"action": "left_click", "target": {"role": "listitem", "name": "Sprint retro"}},
+        {"action": "left_click", "target": {"role": "button", "name": "Delete note"}},
+    )
+    assert opened.ok and opened.sensitive is None
+    assert delete.ok and delete.sensitive == "delete"
+    assert driver.probe(Probe("n", "sql", "SELECT count(*) FROM notes WHERE title = ?", ("Sprint retro",))) == 0
+
+
+def test_system_buttons_and_open_app(adb, driver):
+    mark = len(adb.requests)
+    back, home, reopen, other = act(
+        driver,
+        {"action": "system_button", "button": "back"},
+        {"action": "system_button", "button": "home"},
+        {"action": "open_app", "app": "Notes"},
+        {"action": "open_app", "app": "Calculator"},
+    )
+    assert back.ok and home.ok and reopen.ok
+    assert not other.ok and "Notes (org.flywheel.notes)" in other.error
+    commands = sent(adb, driver.serial, mark)
+    assert "shell,v2:input keyevent KEYCODE_BACK" in commands and "shell,v2:input keyevent KEYCODE_HOME" in commands
+    assert commands[-1] == f"shell,v2:am start -W -n {PKG}/.NotesListActivity"
+    assert driver.health().ok
+
+
+def test_inject_runs_sql_through_run_as_and_probes_read_it_back(adb, driver):
+    skill = Skill("insert_notes", "notes-android", "sql", "add a note", {
+        "statements": ["INSERT INTO notes (id, title, body, folder, pinned, created_on) VALUES (:id, :title, :body, :folder, 0, :created_on)"],
+    })
+    mark = len(adb.requests)
+    driver.inject(skill, {"id": 900001, "title": "Pay rent", "body": "Landlord's account", "folder": "Home", "created_on": "2026-11-20"})
+    commands = sent(adb, driver.serial, mark)
+    assert commands[:2] == [
+        f"shell,v2:am force-stop {PKG}",
+        f"shell,v2:run-as {PKG} sqlite3 databases/notes.db "
+        + shlex.quote(
+            "INSERT INTO notes (id, title, body, folder, pinned, created_on) "
+            "VALUES (900001, 'Pay rent', 'Landlord''s account', 'Home', 0, '2026-11-20')"
+        ),
+    ]
+    assert commands[-1] == f"shell,v2:am start -W -n {PKG}/.NotesListActivity"  # the list shows the new row
+    assert driver.probe(Probe("n", "sql", "SELECT body FROM notes WHERE id = ?", (900001,))) == "Landlord's account"
+    assert driver.probe(Probe("rows", "sql", "SELECT id, folder FROM notes WHERE folder = ?", ("Home",), "rows")) == [[900001, "Home"]]
+    assert "Pay rent" in driver.probe(Probe("text", "page_text"))
+    assert driver.probe(Probe("url", "url")) == f"android-app://{PKG}/.NotesListActivity"
+    rows = driver.probe(Probe("provider", "content", f"content://{PKG}/notes", ("id = 900001",)))
+    assert rows == [{"id": "900001", "title": "Pay rent", "body": "Landlord's account", "folder": "Home", "pinned": "0", "created_on": "2026-11-20"}]
+    assert driver.probe(Probe("file", "file", "databases/notes.db"))[:15] == "SQLite format 3"
+    with pytest.raises(InjectionError, match="no such table"):
+        driver.inject(Skill("bad", "notes-android", "sql", "", {"statements": ["INSERT INTO nope VALUES (1)"]}), {})
+    with pytest.raises(ValueError, match="not available on android"):
+        driver.probe(Probe("js", "js", "document.title"))
+
+
+def test_reset_clears_the_app_and_pushes_the_snapshot_back(adb, driver):
+    act(driver, {"action": "left_click", "target": {"text": "Groceries"}}, {"action": "left_click", "target": {"role": "button", "name": "Delete note"}})
+    assert driver.probe(Probe("n", "sql", "SELECT count(*) FROM notes")) == 7
+    mark = len(adb.requests)
+    driver.reset()
+    commands = sent(adb, driver.serial, mark)
+    assert commands == [
+        "shell,v2:dumpsys window",
+        f"shell,v2:am force-stop {PKG}",
+        f"shell,v2:pm clear {PKG}",
+        f"exec:run-as {PKG} sh -c 'mkdir -p databases && cat > databases/notes.db'",
+        f"shell,v2:am start -W -n {PKG}/.NotesListActivity",
+    ]
+    assert driver.probe(Probe("n", "sql", "SELECT count(*) FROM notes")) == 8
+    assert driver.observe(screenshot=False).url.endswith(".NotesListActivity")
+
+
+def test_health_fails_on_crash_dialogs_and_when_the_device_is_gone(adb, driver):
+    assert driver.health().ok
+    adb.devices[driver.serial].crash(PKG)
+    health = driver.health()
+    assert not health.ok and "Application Error: org.flywheel.notes" in health.detail
+    driver.reset()  # dismisses the dialog and starts again
+    assert driver.health().ok
+    adb.devices[driver.serial].crash(PKG, "Application Not Responding")
+    assert "Not Responding" in driver.health().detail
+    adb.remove_device(driver.serial)
+    gone = driver.health()
+    assert not gone.ok and "gone from the adb server" in gone.detail
+    assert not driver.app.healthy()
+
+
+def test_several_devices_are_leased_one_per_driver(adb, manifest, monkeypatch):
+    first = open_android_driver(manifest)
+    second = open_android_driver(manifest)
+    try:
+        assert {first.serial, second.serial} == {"emulator-5554", "emulator-5556"}
+        with pytest.raises(SandboxError, match="in use by other workers"):
+            open_android_driver(manifest)
+    finally:
+        first.close()
+        second.close()
+    monkeypatch.setenv("FLYWHEEL_ADB_SERIALS", "emulator-5556")
+    only = open_android_driver(manifest)
+    assert only.serial == "emulator-5556"
+    only.close()
+
+
+def test_farm_serials_are_connected_first(adb, manifest, monkeypatch):
+    adb.connectable["10.0.0.7:5555"] = FakeDevice("10.0.0.7:5555", app_source=NOTES)
+    monkeypatch.setenv("FLYWHEEL_ADB_SERIALS", "10.0.0.7:5555")
+    d = open_android_driver(manifest)
+    try:
+        assert d.serial == "10.0.0.7:5555" and "host:connect:10.0.0.7:5555" in adb.commands()
+    finally:
+        d.close()
+
+
+def test_no_adb_server_is_one_clear_error(manifest, monkeypatch):
+    from sandboxes.app_process import free_port
+
+    monkeypatch.setenv("FLYWHEEL_ADB_PORT", str(free_port()))
+    with pytest.raises(SandboxError, match="no adb server at 127.0.0.1:.*FLYWHEEL_ADB_PORT"):
+        open_android_driver(manifest)
+
+
+def test_hierarchy_names_fields_by_hint_or_the_label_before_them():
+    xml = (
+        "<?xml version='1.0' encoding='UTF-8' standalone='yes' ?><hierarchy rotation=\"0\">"
+        '<node class="android.widget.LinearLayout" bounds="[0,0][1080,2340]">'
+        '<node class="android.widget.TextView" text="City" bounds="[0,100][1080,180]" />'
+        '<node class="android.widget.EditText" text="Porto" clickable="true" bounds="[0,180][1080,330]" />'
+        '<node class="android.widget.EditText" text="" hint="Postcode" clickable="true" bounds="[0,330][1080,480]" />'
+        '<node class="android.widget.EditText" text="secret" password="true" clickable="true" bounds="[0,480][1080,630]" />'
+        '<node class="android.widget.ImageButton" content-desc="Add address" clickable="true" bounds="[900,2000][1040,2140]" />'
+        "</node></hierarchy>UI hierchary dumped to: /dev/tty"
+    )
+    tree = ui_tree(parse_hierarchy(xml)).splitlines()
+    assert tree == [
+        '- text "City" [ref=n2]',
+        '- textbox "City" [ref=n3]: Porto',
+        '- textbox "Postcode" [ref=n4]',
+        "- textbox [password] [ref=n5]: ••••••",
+        '- button "Add address" [ref=n6]',
+    ]
+    with pytest.raises(SandboxError, match="no hierarchy"):
+        parse_hierarchy("ERROR: could not get idle state.")
+
+
+def test_sql_parameters_become_literals_outside_quoted_strings():
+    assert render_sql("SELECT ':x', '?' WHERE a = :a", {"a": "O'Brien"}) == "SELECT ':x', '?' WHERE a = 'O''Brien'"
+    assert render_sql("SELECT ? , ?", (None, 2.5)) == "SELECT NULL , 2.5"
+    with pytest.raises(InjectionError, match="no value for parameter :b"):
+        render_sql("SELECT :b", {})
