@@ -243,6 +243,28 @@ TABLES: dict[str, pa.Schema] = {
             ("decided_at", TS),
         ]
     ),
+    # One row per export build that reached the quality gate: published versions (gate_success true,
+    # `version` set) and builds the gate refused (gate_success false, `version` null, nothing published).
+    "exports": pa.schema(
+        [
+            ("name", pa.string()),
+            ("version", pa.string()),  # v0001, v0002, ... under exports/<name>/
+            ("format", pa.string()),  # messages | action-rl
+            ("config_hash", pa.string()),
+            ("config_json", pa.string()),
+            ("rows", pa.int64()),
+            ("steps", pa.int64()),
+            ("trajectories", pa.int64()),
+            ("files_json", pa.string()),  # [{path, rows, bytes, sha256}]
+            ("manifest_hash", pa.string()),  # sha256 of manifest.json
+            ("gate_result_path", pa.string()),
+            ("gate_success", pa.bool_()),
+            ("lineage_json", pa.string()),
+            ("path", pa.string()),  # the published folder
+            ("run_id", pa.string()),
+            ("recorded_at", TS),
+        ]
+    ),
     "runs": pa.schema(
         [
             ("run_id", pa.string()),

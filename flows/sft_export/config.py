@@ -1,0 +1,60 @@
+"""What an export is asked for: one frozen config, hashed so the same config names the same dataset."""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import re
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,79}$")
+
+
+class ExportConfig(BaseModel):
+    """Every knob that changes the bytes of an export. `name` only says where it goes."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    format: Literal["messages", "action-rl"] = "messages"
+    per: Literal["step", "trajectory"] = "step"  # messages: one row per step or per trajectory
+    images: Literal["embed", "ref"] = "embed"  # image bytes in the Parquet, or the blob's path and hash
+    protocol: Literal["qwen-xml", "openai"] = "qwen-xml"  # how assistant turns carry actions
+    since: str | None = None  # only trajectories recorded at or after this time (ISO 8601)
+    negatives: bool = False  # also export failed trajectories (their verdict column says so)
+    max_per_sandbox: int | None = Field(default=None, ge=1)
+    max_per_family: int | None = Field(default=None, ge=1)
+    max_per_difficulty: int | None = Field(default=None, ge=1)
+    near_dedup: bool = True
+    history: int = Field(default=12, ge=0)  # previous actions shown in a per-step user turn
+    shard_bytes: int = Field(default=256 * 1024 * 1024, ge=64 * 1024)
+    seed: int = 0  # order in which balance caps keep trajectories
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str) -> str:
+        if not _NAME.match(v):
+            raise ValueError(f"export name {v!r}: use letters, digits, '_', '.', '-' (at most 80), e.g. shop-sft")
+        return v
+
+    @field_validator("since")
+    @classmethod
+    def _since(cls, v: str | None) -> str | None:
+        if v is None:
+            return v
+        try:
+            when = dt.datetime.fromisoformat(v)
+        except ValueError:
+            raise ValueError(f"--since {v!r} is not an ISO 8601 time; try 2026-01-31 or 2026-01-31T12:00:00+00:00") from None
+        return (when if when.tzinfo else when.replace(tzinfo=dt.UTC)).isoformat()
+
+    def content(self) -> dict:
+        """What decides the bytes of the dataset (everything but the name)."""
+        return self.model_dump(exclude={"name"})
+
+    @property
+    def config_hash(self) -> str:
+        return hashlib.sha256(json.dumps(self.content(), sort_keys=True).encode()).hexdigest()

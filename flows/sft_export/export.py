@@ -1,0 +1,165 @@
+"""`export-sft` as plain library code: curate -> write shards (scrubbed) -> manifest -> gate -> publish.
+
+Memory stays bounded: per-trajectory facts are held, steps and rows are streamed (see curation.py and
+shards.py). The same lake and config give byte-identical shards and the same manifest hash; when the
+newest published version already has that hash, nothing new is published (`unchanged`).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+import uuid
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from flows.sft_export import card, curation, publish
+from flows.sft_export.config import ExportConfig
+from flows.sft_export.formats import SCHEMAS, STEP_COLUMNS, RowBuilder, image_reader
+from flows.sft_export.scrub import PII_PATTERNS, Scrubber
+from flows.sft_export.shards import ShardWriter
+from lake import Lake
+
+
+@dataclass
+class ExportResult:
+    name: str
+    status: str  # published | unchanged | gate_failed
+    version: str | None
+    path: str | None
+    config_hash: str
+    manifest_hash: str
+    counts: dict[str, Any]
+    scrubbed: dict[str, dict[str, int]]
+    files: list[dict[str, Any]]
+    gate_path: str | None = None
+    gate_failed: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+    run_id: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def markdown(self) -> str:
+        c = self.counts
+        head = {
+            "published": f"published **{self.name}/{self.version}**",
+            "unchanged": f"unchanged: **{self.name}/{self.version}** already holds exactly this (manifest {self.manifest_hash[:12]})",
+            "gate_failed": "**quality gate FAILED** — nothing published; the previous version stays "
+                           f"({self.version or 'none yet'})",
+        }[self.status]
+        lines = [f"# export-sft: {head}", "",
+                 f"{c['rows']} rows from {c['trajectories']} trajectories ({c['steps']} steps, {c['images']} images), "
+                 f"{len(self.files)} shard(s), {sum(f['bytes'] for f in self.files) / 1e6:.1f} MB, {self.seconds:.1f} s; "
+                 f"{c['considered']} trajectories considered.", "",
+                 "| kept / dropped | n |", "|---|---|", f"| kept trajectories | {c['kept']} |"]
+        lines += [f"| dropped: {r} | {n} |" for r, n in c["dropped"].items()]
+        lines += [f"| steps left out: {r} | {n} |" for r, n in c["step_drops"].items() if n]
+        scrubbed = {k: sum(v.values()) for k, v in self.scrubbed.items()}
+        lines += ["", "Scrubbed: " + ", ".join(f"{k} {n}" for k, n in scrubbed.items())
+                  + "".join(f" ({k}: " + ", ".join(f"{f} {n}" for f, n in v.items()) + ")" for k, v in self.scrubbed.items() if v)]
+        if self.gate_failed:
+            lines += ["", "Failed expectations:", *[f"- {f}" for f in self.gate_failed], "", f"GX result: `{self.gate_path}`"]
+        if self.path:
+            lines += ["", f"Where: `{self.path}` (README.md card, manifest.json, gate.json, data/)", "",
+                      "Load it:", "```python",
+                      f'datasets.load_dataset("parquet", data_files="{self.path}/data/*.parquet", split="train")',
+                      f'polars.scan_parquet("{self.path}/data/*.parquet")',
+                      f"duckdb.sql(\"SELECT * FROM '{self.path}/data/*.parquet'\")", "```"]
+        return "\n".join(lines)
+
+
+def export_sft(lake: Lake, config: ExportConfig, out: str | Path | None = None, run_id: str | None = None,
+               progress: Any = None) -> ExportResult:
+    t0 = time.monotonic()
+    run_id = run_id or f"export-{uuid.uuid4().hex[:12]}"
+    name_dir = publish.export_root(lake, out) / config.name
+    name_dir.mkdir(parents=True, exist_ok=True)
+    publish.register_missing(lake, name_dir, config.name)
+    con = curation.connect(lake)
+    try:
+        scan = progress.add_task("curate: de-duplication scan", total=None) if progress else None
+        cur = curation.curate(lake, con, config, on_steps=(lambda n: progress.advance(scan, n)) if progress else None)
+        folder = publish.start_build(name_dir)
+        try:
+            return _build(lake, con, config, cur, folder, name_dir, run_id, progress, t0)
+        except BaseException:
+            shutil.rmtree(folder, ignore_errors=True)
+            raise
+    finally:
+        con.close()
+
+
+def _build(lake, con, config, cur, folder: Path, name_dir: Path, run_id: str, progress, t0: float) -> ExportResult:
+    schema = SCHEMAS[config.format]
+    writer = ShardWriter(folder / "data", schema, config.shard_bytes)
+    scrubber = Scrubber()
+    builder = RowBuilder(config, scrubber, image_reader(lake.root, config.images))
+    rewards = lake.files("step_rewards") if config.format == "action-rl" else None
+    trajectories = {r["trajectory_id"]: r for r in cur.kept.iter_rows(named=True)} if not cur.kept.is_empty() else {}
+    total_steps = int(cur.kept["steps"].sum()) if trajectories else 0
+    bar = progress.add_task(f"write {config.name}: steps", total=total_steps) if progress else None
+    produced = images = 0
+    for tid, steps in curation.stream_trajectories(
+        con, cur.step_files, cur.kept, STEP_COLUMNS, [f.as_posix() for f in rewards] if rewards else None
+    ):
+        any_row = False
+        for row in builder.rows(trajectories[tid], steps):
+            pictures = row.get("images") or ([row["screenshot"]] if row.get("screenshot") else [])
+            images += len(pictures)
+            writer.add(row, 2048 + sum(len(p["bytes"] or b"") for p in pictures))
+            any_row = True
+        produced += any_row
+        if progress:
+            progress.advance(bar, len(steps))
+    shards = writer.close()
+    counts = {
+        "rows": writer.rows, "trajectories": produced, "steps": builder.steps_out, "images": images,
+        "considered": cur.considered, "kept": len(trajectories), "dropped": cur.dropped, "step_drops": builder.step_drops,
+    }
+    lineage = card.lineage(cur.kept, lake.root, _reward_lineage(con, rewards, cur.kept))
+    manifest = card.build_manifest(config, schema, shards, counts, scrubber.report(), lineage)
+    manifest_hash = card.write_manifest(folder, manifest)
+    result = ExportResult(config.name, "published", None, None, config.config_hash, manifest_hash, counts,
+                          scrubber.report(), manifest["files"], run_id=run_id)
+    latest, latest_hash = publish.latest_manifest_hash(name_dir)
+    if latest_hash == manifest_hash:
+        shutil.rmtree(folder, ignore_errors=True)
+        result.status, result.version, result.path = "unchanged", latest, str(name_dir / latest)
+        result.seconds = time.monotonic() - t0
+        return result
+    if progress:
+        progress.add_task("quality gate (Great Expectations)", total=None)
+    from lake.quality import gate_export
+
+    gate = gate_export(folder, manifest, PII_PATTERNS, schema)
+
+    (folder / "gate.json").write_text(json.dumps(gate, indent=1, sort_keys=True, default=str))
+    card.write_card(folder, manifest, manifest_hash, gate)
+    if not gate["success"]:
+        gate_path = publish.reject(folder, name_dir, gate)
+        publish.register(lake, manifest, manifest_hash, gate_path, False, None, None, run_id)
+        result.status, result.version, result.gate_path, result.gate_failed = "gate_failed", latest, str(gate_path), gate["failed"]
+    else:
+        target = publish.publish(folder, name_dir)
+        publish.register(lake, manifest, manifest_hash, target / "gate.json", True, target.name, target, run_id)
+        result.version, result.path, result.gate_path = target.name, str(target), str(target / "gate.json")
+    result.seconds = time.monotonic() - t0
+    return result
+
+
+def _reward_lineage(con, rewards, kept) -> list[dict[str, Any]]:
+    if not rewards or kept.is_empty():
+        return []
+    con.register("kept_ids", kept.select("trajectory_id").to_arrow())
+    try:
+        rows = con.sql(
+            "SELECT detector_version, weights_json, count(*) AS steps FROM read_parquet($files) "
+            "WHERE trajectory_id IN (SELECT trajectory_id FROM kept_ids) GROUP BY ALL ORDER BY ALL",
+            params={"files": [f.as_posix() for f in rewards]},
+        ).fetchall()
+    finally:
+        con.unregister("kept_ids")
+    return [{"detector_version": d, "weights": w, "steps": n} for d, w, n in rows]
