@@ -44,7 +44,8 @@ def main(argv: list[str] | None = None) -> int:
     syn.add_argument("--sandbox", action="append", dest="sandboxes", metavar="NAME", help="a sandbox name or folder (repeatable; default: all shipped)")
     syn.add_argument("--count", type=int, default=40, help="candidates per sandbox (default 40)")
     syn.add_argument("--seed", type=int, default=0, help="seed for parameter draws (default 0)")
-    syn.add_argument("--agent", default="static", choices=["static"], help="coding agent (default: static, offline)")
+    syn.add_argument("--agent", default="static", choices=["static", "llm"], help="coding agent (default: static, offline; "
+                     "llm: any litellm model reads the source through tools, set FLYWHEEL_MODEL and FLYWHEEL_API_BASE)")
     syn.add_argument("--workers", type=int, default=1, help="app replicas validating in parallel per sandbox, sharing one Chromium (default 1; more helps on machines with more than 2 cores)")
 
     ro = run.add_parser(

@@ -214,6 +214,27 @@ TABLES: dict[str, pa.Schema] = {
             ("recorded_at", TS),
         ]
     ),
+    # The LLM coding agent's conversations: one row per message (system, user, assistant, tool) or event
+    # (an LLM error, a spent budget), in order per session (run, sandbox); llm_call_id joins llm_calls.
+    "agent_transcripts": pa.schema(
+        [
+            ("run_id", pa.string()),
+            ("session_id", pa.string()),
+            ("sandbox", pa.string()),
+            ("source_commit", pa.string()),
+            ("agent", pa.string()),
+            ("model", pa.string()),
+            ("turn", pa.int32()),
+            ("role", pa.string()),  # system | user | assistant | tool | event
+            ("content", pa.string()),
+            ("tool_calls_json", pa.string()),  # the assistant's tool calls, raw (arguments as the model sent them)
+            ("tool_name", pa.string()),
+            ("tool_call_id", pa.string()),
+            ("error", pa.string()),  # a tool error (bad JSON, unknown tool, bad arguments), llm_error, budget_exhausted
+            ("llm_call_id", pa.string()),
+            ("recorded_at", TS),
+        ]
+    ),
     "quarantine": pa.schema(
         [
             ("source_table", pa.string()),

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from contextlib import ExitStack
 
 from sandboxes.app_process import AppProcess, SandboxError
+from sandboxes.container import open_container_driver
 from sandboxes.driver import Driver
 from sandboxes.manifest import SandboxManifest
 
@@ -31,7 +32,8 @@ class DriverSession:
 Opener = Callable[[SandboxManifest, ExitStack, str | None], Driver]
 
 
-def _open_web(manifest: SandboxManifest, stack: ExitStack, browser_endpoint: str | None) -> Driver:
+def _open_web(manifest: SandboxManifest, stack: ExitStack, browser_endpoint: str | None, profile: str | None = None) -> Driver:
+    from sandboxes.device_profiles import device_profile
     from sandboxes.web import BrowserHost, WebDriver
 
     app = AppProcess(manifest)
@@ -40,7 +42,7 @@ def _open_web(manifest: SandboxManifest, stack: ExitStack, browser_endpoint: str
     host = BrowserHost(endpoint=browser_endpoint)
     stack.callback(host.close)
     host.start()
-    driver = WebDriver(app, host)
+    driver = WebDriver(app, host, profile=device_profile(profile) if profile else None)
     stack.callback(driver.close)
     return driver
 
@@ -54,11 +56,14 @@ def _open_android(manifest: SandboxManifest, stack: ExitStack, _browser_endpoint
 
 
 # kind -> opener(manifest, stack, browser_endpoint); the opener registers its own clean-up on the stack
-OPENERS: dict[str, Opener] = {"web": _open_web, "android": _open_android}
+OPENERS: dict[str, Opener] = {"web": _open_web, "desktop": open_container_driver, "android": _open_android}
 
 
-def open_driver(manifest: SandboxManifest, browser_endpoint: str | None = None) -> DriverSession:
-    """A live driver for the sandbox; raises SandboxError (having stopped what it started) when it cannot."""
+def open_driver(manifest: SandboxManifest, browser_endpoint: str | None = None, profile: str | None = None) -> DriverSession:
+    """A live driver for the sandbox; raises SandboxError (having stopped what it started) when it cannot.
+    `profile` (e.g. "phone") runs a web sandbox under a device profile (sandboxes/device_profiles.py)."""
+    if profile and manifest.sandbox.kind != "web":
+        raise SandboxError(f"{manifest.name}: device profiles (--profile {profile}) apply to web sandboxes only")
     opener = OPENERS.get(manifest.sandbox.kind)
     if opener is None:
         raise SandboxError(
@@ -67,7 +72,7 @@ def open_driver(manifest: SandboxManifest, browser_endpoint: str | None = None) 
         )
     stack = ExitStack()
     try:
-        return DriverSession(opener(manifest, stack, browser_endpoint), stack)
+        return DriverSession(opener(manifest, stack, browser_endpoint, **({"profile": profile} if profile else {})), stack)
     except BaseException:
         stack.close()
         raise

@@ -115,6 +115,17 @@ class AndroidSpec(_Strict):
     serials: list[str] = []  # devices to use, one per parallel worker; empty: every device the server lists
 
 
+class ContainerSpec(_Strict):
+    """How a sandbox with start.isolation = "container" runs: network none, capabilities dropped, limits."""
+
+    image: str = "flywheel/base:busybox"  # built offline by sandboxes/docker_images.py
+    mem_limit: str = "256m"
+    pids_limit: int = Field(default=128, ge=8)
+    cpus: float = Field(default=1.0, gt=0)
+    workspace_seed: str | None = None  # a folder in the source copied into workspace_dir of every fresh container
+    workspace_dir: str = "/workspace"
+
+
 class SandboxManifest(_Strict):
     sandbox: SandboxInfo
     source: SourceSpec = SourceSpec()
@@ -123,6 +134,7 @@ class SandboxManifest(_Strict):
     reset: ResetSpec = ResetSpec()
     sensitive: list[SensitiveControl] = []
     android: AndroidSpec | None = None
+    container: ContainerSpec = ContainerSpec()
     # Where the manifest was read from; set by load_manifest, not by the file.
     folder: Path = Field(default=Path("."), exclude=True)
 

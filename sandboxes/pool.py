@@ -19,12 +19,13 @@ R = TypeVar("R")
 
 
 class SandboxPool:
-    def __init__(self, manifest: SandboxManifest, workers: int = 1, share_browser: bool = True) -> None:
+    def __init__(self, manifest: SandboxManifest, workers: int = 1, share_browser: bool = True, profile: str | None = None) -> None:
         if workers < 1:
             raise ValueError("a pool needs at least one worker")
         self.manifest = manifest
         self.workers = workers
         self.share_browser = share_browser
+        self.profile = profile  # a device profile for web sandboxes, e.g. "phone"
 
     def map(
         self, fn: Callable[[Driver, T], R], items: Iterable[T], on_result: Callable[[T, R], None] | None = None
@@ -47,7 +48,7 @@ class SandboxPool:
         def worker() -> None:
             session = None
             try:
-                session = open_driver(self.manifest, browser_endpoint=shared.endpoint if shared else None)
+                session = open_driver(self.manifest, browser_endpoint=shared.endpoint if shared else None, profile=self.profile)
                 driver = session.driver
                 while not errors:
                     try:

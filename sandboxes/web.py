@@ -38,8 +38,10 @@ from sandboxes.actions import (
     Wait,
 )
 from sandboxes.app_process import AppProcess, SandboxError, free_port, stop_process
+from sandboxes.device_profiles import DeviceProfile
 from sandboxes.driver import ActionResult, Health, Observation
 from sandboxes.skills import InjectionError, Skill, local_storage_entries, run_skill
+from sandboxes.touch import touch
 from verifier_templates.base import Probe
 
 CHROMIUM_ARGS = [
@@ -196,8 +198,10 @@ class WebDriver:
 
     def __init__(
         self, app: AppProcess, host: BrowserHost, viewport: tuple[int, int] = (1280, 800),
-        action_timeout_ms: int = ACTION_TIMEOUT_MS,
+        action_timeout_ms: int = ACTION_TIMEOUT_MS, profile: DeviceProfile | None = None,
     ) -> None:
+        self.profile = profile  # a device profile (e.g. the phone's) sets the viewport, touch and user agent
+        viewport = profile.viewport if profile else viewport
         self.app = app
         self.action_timeout_ms = action_timeout_ms
         self.manifest = app.manifest
@@ -236,7 +240,8 @@ class WebDriver:
         if self.context is not None:
             self.context.close()
         w, h = self.viewport
-        self.context = self.host.browser.new_context(viewport={"width": w, "height": h})
+        options = self.profile.context_options() if self.profile else {"viewport": {"width": w, "height": h}}
+        self.context = self.host.browser.new_context(**options)
         self.context.set_default_timeout(self.action_timeout_ms)
         self.page = self.context.new_page()
         self.page.on("request", self._on_request)
@@ -339,6 +344,10 @@ class WebDriver:
             return ActionResult(ok=True, details={"call_user": action.reason})
         if isinstance(action, MouseMove):
             page.mouse.move(*self._px(action.x, action.y))
+            return ActionResult(ok=True, point=(action.x, action.y))
+        if isinstance(action, (Tap, LongPress, Swipe)) and self.profile and self.profile.has_touch:
+            touch(page, action, self._px)
+            self.settle(after_input=True)
             return ActionResult(ok=True, point=(action.x, action.y))
         if isinstance(action, (Drag, Swipe)):
             page.mouse.move(*self._px(action.x, action.y))

@@ -10,8 +10,12 @@ from verifier_templates import (
     answer_equals,
     code,
     count_changed,
+    csv_cell_equals,
     field_equals,
+    file_absent,
+    file_contains,
     js_state_matches,
+    json_field_equals,
     page_contains,
     row_absent,
     row_exists,
@@ -23,7 +27,7 @@ TEMPLATES: dict[str, ModuleType] = {
     m.NAME: m
     for m in (
         row_exists, row_absent, field_equals, count_changed, url_matches, page_contains, answer_equals,
-        all_of, js_state_matches, code,
+        all_of, js_state_matches, code, file_contains, file_absent, csv_cell_equals, json_field_equals,
     )
 }
 

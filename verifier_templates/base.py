@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-ProbeKind = Literal["sql", "url", "page_text", "js", "answer"]
+ProbeKind = Literal["sql", "url", "page_text", "js", "answer", "file"]  # file: a workspace file's content and hash
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from flows.task_synthesis.agents.base import SynthesisRequest, get_agent
+from flows.task_synthesis.commit_change import handle_new_commit
 from flows.task_synthesis.gate import GateResult, ValidationGate
 from flows.task_synthesis.source import read_source
 from flows.task_synthesis.task_spec import TaskSpec
@@ -84,9 +85,12 @@ def synthesize_sandbox(
     try:
         app.start()
         output = get_agent(agent_name).synthesize(
-            SynthesisRequest(manifest, source, app.snapshot_path if app.state_path else None, count, seed)
+            SynthesisRequest(manifest, source, app.snapshot_path if app.state_path else None, count, seed,
+                             lake=lake, run_id=run_id)
         )
         summary.notes.extend(output.notes)
+        # pairs stored at an older commit: retired by the agent, or re-gated at this one
+        summary.notes.extend(handle_new_commit(manifest, lake, run_id, source.commit, output, workers))
         summary.candidates = len(output.candidates)
         known = known_task_ids(lake, manifest.name)
         new = [c for c in output.candidates if c.task_id not in known]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from flows.task_synthesis.source import SourceSnapshot
 from flows.task_synthesis.task_spec import TaskSpec
@@ -19,6 +19,8 @@ class SynthesisRequest:
     app_db: Path | None  # a read-only copy of the app's initial state, for drawing realistic params
     count: int
     seed: int
+    lake: Any = None  # the run's Lake, for agents that keep a ledger and transcripts (the llm agent)
+    run_id: str = ""
 
 
 @dataclass
@@ -26,6 +28,7 @@ class AgentOutput:
     skills: list[Skill] = field(default_factory=list)
     candidates: list[TaskSpec] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # what the agent could not use, and why
+    retired: list[dict[str, Any]] = field(default_factory=list)  # [{task_id, reason, detail}] stored pairs a new commit broke
 
 
 class CodingAgent(Protocol):
@@ -37,7 +40,11 @@ class CodingAgent(Protocol):
 def get_agent(name: str) -> CodingAgent:
     if name == "static":
         return _StaticByAppShape()
-    raise ValueError(f"unknown agent {name!r}; available: static (the LLM agent arrives with issue 7)")
+    if name == "llm":
+        from flows.task_synthesis.agents.llm import LLMAgent
+
+        return LLMAgent()
+    raise ValueError(f"unknown agent {name!r}; available: static, llm")
 
 
 class _StaticByAppShape:
