@@ -62,6 +62,8 @@ def main(argv: list[str] | None = None) -> int:
     ro.add_argument("--episodes", type=int, default=1, help="episodes per task (default 1)")
     ro.add_argument("--workers", type=int, default=1)
     ro.add_argument("--noise", help="scripted-noisy fault rates, e.g. loop=0.2,bad_args=0.1,premature=0.1")
+    ro.add_argument("--profile", choices=["phone"], help="run web sandboxes under a device profile (phone: 390x844, touch, "
+                    "mobile user agent); the policy acts through tap, swipe, type and system buttons")
     run.add_parser("judge", help="give every new trajectory a verdict (pass | failed | env_error), votes kept")
     mf = run.add_parser(
         "mine-failures",
@@ -204,7 +206,8 @@ def _run_other(args: argparse.Namespace) -> int:
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console) as progress:
             rollout_flow.progress = progress
             result = rollout_flow.rollout(policy=args.policy, sandboxes=args.sandboxes, tasks=args.tasks,
-                                          episodes=args.episodes, workers=args.workers, noise=args.noise, lake_root=root)
+                                          episodes=args.episodes, workers=args.workers, noise=args.noise, lake_root=root,
+                                          profile=args.profile)
             rollout_flow.progress = None
         console.print(Markdown(result["markdown"]))
         for e in result["errors"]:

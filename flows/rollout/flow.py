@@ -23,12 +23,13 @@ def rollout(
     workers: int = 1,
     noise: str | None = None,
     lake_root: str | None = None,
+    profile: str | None = None,
 ) -> dict:
     lake = Lake(lake_root)
     run_id = f"rollout-{uuid.uuid4().hex[:12]}"
-    summary = run_rollout(lake, run_id, policy, sandboxes, tasks, episodes, workers, noise, progress)
+    summary = run_rollout(lake, run_id, policy, sandboxes, tasks, episodes, workers, noise, progress, profile)
     lake.refresh_catalog()
-    lines = [f"# rollout ({policy})", "", "| sandbox | episodes | ended |", "|---|---|---|"]
+    lines = [f"# rollout ({policy}{f', {profile} profile' if profile else ''})", "", "| sandbox | episodes | ended |", "|---|---|---|"]
     lines += [f"| {s} | {sum(c.values())} | {', '.join(f'{k} {v}' for k, v in c.most_common())} |" for s, c in summary.sandboxes.items()]
     lines += [f"- problem: {e}" for e in summary.errors]
     markdown = "\n".join(lines)

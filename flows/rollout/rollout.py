@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from flows.rollout.policies import Policy, get_policy
+from flows.rollout.touch import TouchPolicy
 from flows.task_synthesis.synthesis import stored_skills
 from flows.task_synthesis.task_spec import TaskSpec
 from lake import Lake, utcnow
@@ -125,7 +126,8 @@ def _probe(driver: WebDriver, probes: list[Probe]) -> dict[str, Any]:
 
 def rollout(lake: Lake, run_id: str, policy_name: str, sandboxes: list[str] | None = None,
             task_ids: list[str] | None = None, episodes: int = 1, workers: int = 1, noise: str | None = None,
-            progress: Any = None) -> RolloutSummary:
+            progress: Any = None, profile: str | None = None) -> RolloutSummary:
+    """`profile` (e.g. "phone") runs web sandboxes under a device profile and the policy through touch."""
     summary = RolloutSummary()
     tasks = load_verified_tasks(lake, sandboxes, task_ids)
     if not tasks:
@@ -157,13 +159,15 @@ def rollout(lake: Lake, run_id: str, policy_name: str, sandboxes: list[str] | No
                 policy: Policy = LLMPolicy(client)
             else:
                 policy = get_policy(policy_name, noise, driver.manifest.sensitive_kind)
+            if profile:
+                policy = TouchPolicy(policy, driver, profile)
             return run_episode(driver, lake, task, skills, policy, ep, run_id)
 
         def advance(*_: Any, bar: Any = bar) -> None:
             progress.advance(bar)
 
         try:
-            results = SandboxPool(manifest, workers).map(job, jobs, on_result=advance if progress else None)
+            results = SandboxPool(manifest, workers, profile=profile).map(job, jobs, on_result=advance if progress else None)
         except SandboxError as exc:
             summary.errors.append(str(exc))
             continue

@@ -83,7 +83,8 @@ def synthesize_sandbox(
     summary.source_commit = source.commit
     app = AppProcess(manifest)
     try:
-        app.start()
+        if manifest.start is not None and manifest.start.isolation == "process":  # containers start in the pool
+            app.start()
         output = get_agent(agent_name).synthesize(
             SynthesisRequest(manifest, source, app.snapshot_path if app.state_path else None, count, seed,
                              lake=lake, run_id=run_id)

@@ -56,6 +56,10 @@ class StaticAgent:
     name = "static"
 
     def synthesize(self, request: SynthesisRequest) -> AgentOutput:
+        if request.manifest.sandbox.kind == "desktop":  # a files workspace with a file browser and a shell
+            from flows.task_synthesis.agents.workspace import WorkspaceAgent
+
+            return WorkspaceAgent().synthesize(request)
         model = build_app_model(request.source)
         out = AgentOutput()
         if not model.tables or not model.forms:

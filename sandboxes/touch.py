@@ -1,0 +1,33 @@
+"""Touch gestures for pages under a touch device profile: a tap through Playwright's touchscreen, long
+presses and swipes as raw touch events over CDP (Playwright has no API for them)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from sandboxes.actions import LongPress, Swipe, Tap
+
+SWIPE_STEPS = 10
+
+
+def touch(page: Any, action: Tap | LongPress | Swipe, px: Callable[[int, int], tuple[float, float]]) -> None:
+    """Performs a mobile action with touch events at 0..999 grid points (`px` maps them to CSS pixels)."""
+    x, y = px(action.x, action.y)
+    if isinstance(action, Tap):
+        page.touchscreen.tap(x, y)
+        return
+    cdp = page.context.new_cdp_session(page)
+    try:
+        cdp.send("Input.dispatchTouchEvent", {"type": "touchStart", "touchPoints": [{"x": x, "y": y}]})
+        if isinstance(action, LongPress):
+            page.wait_for_timeout(action.duration * 1000)
+        else:
+            x2, y2 = px(action.x2, action.y2)
+            for i in range(1, SWIPE_STEPS + 1):
+                point = {"x": x + (x2 - x) * i / SWIPE_STEPS, "y": y + (y2 - y) * i / SWIPE_STEPS}
+                cdp.send("Input.dispatchTouchEvent", {"type": "touchMove", "touchPoints": [point]})
+                page.wait_for_timeout(16)  # one frame per move, as a finger would
+        cdp.send("Input.dispatchTouchEvent", {"type": "touchEnd", "touchPoints": []})
+    finally:
+        cdp.detach()
