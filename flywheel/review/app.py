@@ -83,17 +83,17 @@ def create_app(state: ReviewState) -> Flask:
     def first_open():
         if not state.sample.items:
             return render_template("empty.html"), 200
-        with state.lock:
-            mine = my_decisions(state, reviewer())
+        with state.lock, LakeSnapshot(state.lake) as snap:
+            mine = my_decisions(snap, reviewer())
         undecided = [i for i, it in enumerate(state.sample.items) if (it.kind, it.item_id) not in mine]
         return redirect(url_for("show_item", index=undecided[0] if undecided else 0))
 
     @app.get("/item/<int:index>")
     def show_item(index: int):
         item = _item_at(state, index)
-        with state.lock:
-            mine = my_decisions(state, reviewer())
-            detail = load_item(state.lake, item)
+        with state.lock, LakeSnapshot(state.lake) as snap:
+            mine = my_decisions(snap, reviewer())
+            detail = load_item(snap, item)
         return render_template(
             "item.html", item=item, detail=detail, index=index, total=len(state.sample.items),
             done=sum((it.kind, it.item_id) in mine for it in state.sample.items),
@@ -110,7 +110,8 @@ def create_app(state: ReviewState) -> Flask:
         d = Decision(decision=str(body.get("decision", "")), reason=str(body.get("reason") or ""),
                      label=str(body.get("label") or ""), review_id=str(body.get("review_id") or ""))
         with state.lock:
-            judged = load_item(state.lake, item).get("verdict", {}).get("verdict")
+            with LakeSnapshot(state.lake) as snap:
+                judged = load_item(snap, item).get("verdict", {}).get("verdict")
             try:
                 row = record(state.lake, item, d, reviewer(), state.sample.sample_id, judged)
             except DecisionError as exc:
@@ -121,8 +122,8 @@ def create_app(state: ReviewState) -> Flask:
 
     @app.get("/done")
     def finished():
-        with state.lock:
-            mine = my_decisions(state, reviewer())
+        with state.lock, LakeSnapshot(state.lake) as snap:
+            mine = my_decisions(snap, reviewer())
         return render_template("done.html", decisions=Counter(mine.values()), total=len(state.sample.items),
                                reviewer=reviewer())
 
@@ -146,19 +147,42 @@ def _item_at(state: ReviewState, index: int) -> SampleItem:
     return state.sample.items[index]
 
 
-def my_decisions(state: ReviewState, reviewer: str) -> dict[tuple[str, str], str]:
+class LakeSnapshot:
+    """One DuckDB connection with the lake's views for the queries of one request (a connection per query
+    would rebuild every view each time)."""
+
+    def __init__(self, lake: Lake) -> None:
+        self.lake = lake
+        self.con = lake.connect()
+
+    def files(self, table: str) -> list[Path]:
+        return self.lake.files(table)
+
+    def query(self, sql: str, params: list[Any] | None = None) -> list[dict[str, Any]]:
+        cur = self.con.execute(sql, params or [])
+        cols = [d[0] for d in cur.description]
+        return [dict(zip(cols, r)) for r in cur.fetchall()]
+
+    def __enter__(self) -> LakeSnapshot:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.con.close()
+
+
+def my_decisions(lake: LakeSnapshot, reviewer: str) -> dict[tuple[str, str], str]:
     """The reviewer's latest decision per item in this lake (from any session)."""
-    if not state.lake.files("reviews"):
+    if not lake.files("reviews"):
         return {}
-    rows = state.lake.query("SELECT item_kind, item_id, decision FROM reviews WHERE reviewer = ?", [reviewer])
+    rows = lake.query("SELECT item_kind, item_id, decision FROM reviews WHERE reviewer = ?", [reviewer])
     return {(r["item_kind"], r["item_id"]): r["decision"] for r in rows}
 
 
-def load_item(lake: Lake, item: SampleItem) -> dict[str, Any]:
+def load_item(lake: LakeSnapshot, item: SampleItem) -> dict[str, Any]:
     return _load_task(lake, item.item_id) if item.kind == "task" else _load_trajectory(lake, item.item_id)
 
 
-def _load_task(lake: Lake, task_id: str) -> dict[str, Any]:
+def _load_task(lake: LakeSnapshot, task_id: str) -> dict[str, Any]:
     rows = lake.query("SELECT * FROM tasks WHERE task_id = ?", [task_id])
     if not rows:
         abort(404)
@@ -182,7 +206,7 @@ def _load_task(lake: Lake, task_id: str) -> dict[str, Any]:
     }
 
 
-def _load_trajectory(lake: Lake, trajectory_id: str) -> dict[str, Any]:
+def _load_trajectory(lake: LakeSnapshot, trajectory_id: str) -> dict[str, Any]:
     rows = lake.query("SELECT * FROM trajectories WHERE trajectory_id = ? ORDER BY recorded_at DESC LIMIT 1", [trajectory_id])
     if not rows:
         abort(404)
@@ -201,7 +225,7 @@ def _load_trajectory(lake: Lake, trajectory_id: str) -> dict[str, Any]:
     }
 
 
-def _steps(lake: Lake, trajectory_id: str) -> list[dict[str, Any]]:
+def _steps(lake: LakeSnapshot, trajectory_id: str) -> list[dict[str, Any]]:
     if not lake.files("steps"):
         return []
     rows = lake.query("SELECT step_index, screenshot_sha, url, actions_json, format_error, ok, error, sensitive "
