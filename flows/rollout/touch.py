@@ -10,7 +10,19 @@ from typing import Any
 
 from flows.rollout.policies import Policy, PolicyTurn
 from flows.task_synthesis.task_spec import TaskSpec
-from sandboxes.actions import Action, Check, Click, Key, Scroll, Swipe, SystemButton, Tap, Target, Type
+from sandboxes.actions import (
+    Action,
+    Check,
+    Click,
+    Key,
+    Scroll,
+    Select,
+    Swipe,
+    SystemButton,
+    Tap,
+    Target,
+    Type,
+)
 from sandboxes.driver import Observation
 
 VISIBLE_BAND = (0.08, 0.85)  # a target whose centre lies in this band of the screen height is tapped as is
@@ -62,7 +74,7 @@ class TouchPolicy:
 
     def _swipe_into_view(self, action: Action) -> Swipe | None:
         target = getattr(action, "target", None)
-        if target is None or not isinstance(action, (Click, Check, Type)) or self._swipes >= MAX_SWIPES:
+        if target is None or not isinstance(action, (Click, Check, Type, Select)) or self._swipes >= MAX_SWIPES:
             return None
         box = self._box(target)
         if box is None:
@@ -100,8 +112,8 @@ class TouchPolicy:
                 return [action]
             tap = self._tap_on(action.target)
             return [tap] if tap else [action]
-        if isinstance(action, Type) and action.target is not None:
-            tap = self._tap_on(action.target)  # focus the field with a finger, then type into it
+        if isinstance(action, (Type, Select)) and action.target is not None:
+            tap = self._tap_on(action.target)  # focus the field (open the picker) with a finger, then type (pick)
             return [tap, action] if tap else [action]
         if isinstance(action, Scroll):
             h = self.driver.viewport[1]
