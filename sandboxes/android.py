@@ -796,24 +796,27 @@ def open_android_driver(manifest: SandboxManifest) -> AndroidDriver:
 
 class DeviceStateCopy:
     """The app's initial DB pulled from a device, for the coding agent to draw parameters from; shaped
-    like AppProcess where synthesis uses one (start, close, state_path, snapshot_path)."""
+    like AppProcess where synthesis uses one (start, close, state_path, snapshot_path). It leases the
+    device on first use, and close() gives it back before the gate's pool leases devices."""
 
     def __init__(self, manifest: SandboxManifest) -> None:
         self.manifest = manifest
         self._driver: AndroidDriver | None = None
 
     def start(self) -> DeviceStateCopy:
-        self._driver = open_android_driver(self.manifest)
+        if self._driver is None:
+            self._driver = open_android_driver(self.manifest)
         return self
 
     @property
     def state_path(self) -> Path | None:
-        return self._driver.snapshot_path if self._driver and self.manifest.android.db_path else None
+        return self.start()._driver.snapshot_path if self.manifest.android.db_path else None
 
     @property
     def snapshot_path(self) -> Path:
-        return self._driver.snapshot_path
+        return self.start()._driver.snapshot_path
 
     def close(self) -> None:
         if self._driver is not None:
             self._driver.close()
+            self._driver = None

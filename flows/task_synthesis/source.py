@@ -8,7 +8,7 @@ from pathlib import Path
 
 from sandboxes.manifest import SandboxManifest
 
-TEXT_SUFFIXES = {".py", ".sql", ".html", ".htm", ".jinja", ".j2", ".js", ".ts", ".css", ".toml", ".md", ".json", ".txt", ".csv", ".tsv"}
+TEXT_SUFFIXES = {".py", ".sql", ".html", ".htm", ".jinja", ".j2", ".js", ".ts", ".css", ".toml", ".md", ".json", ".txt", ".xml", ".java", ".kt", ".csv", ".tsv"}
 MAX_FILE_BYTES = 512_000
 
 

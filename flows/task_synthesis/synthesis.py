@@ -14,6 +14,7 @@ from flows.task_synthesis.gate import GateResult, ValidationGate
 from flows.task_synthesis.source import read_source
 from flows.task_synthesis.task_spec import TaskSpec
 from lake import Lake, utcnow
+from sandboxes.android import DeviceStateCopy
 from sandboxes.app_process import AppProcess, SandboxError
 from sandboxes.manifest import SandboxManifest
 from sandboxes.pool import SandboxPool
@@ -81,7 +82,7 @@ def synthesize_sandbox(
         summary.error = f"cannot read the source of {manifest.name}: {exc}"
         return summary
     summary.source_commit = source.commit
-    app = AppProcess(manifest)
+    app = DeviceStateCopy(manifest) if manifest.sandbox.kind == "android" else AppProcess(manifest)
     try:
         if manifest.start is not None and manifest.start.isolation == "process":  # containers start in the pool
             app.start()

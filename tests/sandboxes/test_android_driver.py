@@ -292,3 +292,40 @@ def test_sql_parameters_become_literals_outside_quoted_strings():
     assert render_sql("SELECT ? , ?", (None, 2.5)) == "SELECT NULL , 2.5"
     with pytest.raises(InjectionError, match="no value for parameter :b"):
         render_sql("SELECT :b", {})
+
+
+def test_a_device_lost_mid_episode_ends_it_as_env_error_and_the_judge_agrees(adb, driver, lake):
+    from flows.judging.judge import judge_trajectory
+    from flows.rollout.policies import ReplayPolicy
+    from flows.rollout.rollout import run_episode
+    from flows.task_synthesis.task_spec import TaskSpec
+
+    task = TaskSpec(
+        sandbox="notes-android", source_commit="test", family="create", app_area="notes", instruction="Add a note titled Rent.",
+        params={"title": "Rent"}, seed=0, injection=[],
+        verifier={"template": "row_exists", "params": {"table": "notes", "where": {"title": "Rent"}}},
+        reference=[
+            {"action": "left_click", "target": {"role": "button", "name": "New note"}},
+            {"action": "type", "target": {"label": "Title"}, "text": "Rent"},
+            {"action": "left_click", "target": {"role": "button", "name": "Save note"}},
+        ],
+    )
+
+    class UnpluggedAfterOneStep(ReplayPolicy):
+        """Replays the reference; the device farm loses the device during the second step."""
+
+        def next_turn(self, observation):
+            turn = super().next_turn(observation)
+            if len(self._todo) == 2:
+                adb.remove_device(driver.serial)
+            return turn
+
+    whole = run_episode(driver, lake, task, {}, ReplayPolicy(), 0, "r-ok")
+    assert whole.trajectory["ended"] == "terminated"
+    assert judge_trajectory(whole.trajectory, task.to_row("verified", None, None, "r", None))["verdict"] == "pass"
+    assert whole.steps[0]["url"] == f"android-app://{PKG}/.NotesListActivity" and whole.steps[0]["screen_width"] == 1080
+    cut = run_episode(driver, lake, task, {}, UnpluggedAfterOneStep(), 1, "r-cut")
+    assert cut.trajectory["ended"] == "env_error" and "gone from the adb server" in cut.trajectory["end_detail"]
+    assert len(cut.steps) == 2 and not cut.steps[1]["ok"] and "not found" in cut.steps[1]["error"]  # typed into a gone device
+    verdict = judge_trajectory(cut.trajectory, task.to_row("verified", None, None, "r", None))
+    assert verdict["verdict"] == "env_error"

@@ -54,6 +54,10 @@ class _StaticByAppShape:
     name = "static"
 
     def synthesize(self, request: SynthesisRequest) -> AgentOutput:
+        if request.manifest.sandbox.kind == "android":
+            from flows.task_synthesis.agents.static_android import StaticAndroidAgent
+
+            return StaticAndroidAgent().synthesize(request)
         if request.manifest.state.in_page:
             from flows.task_synthesis.agents.static_page import StaticPageAgent
 
