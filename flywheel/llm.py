@@ -10,6 +10,8 @@ or Ollama through FLYWHEEL_API_BASE):
   FLYWHEEL_LLM_CACHE    cache directory (default <lake root>/llm_cache).
   FLYWHEEL_LLM_CONCURRENCY   calls in flight per (model, base URL) in this process (default 4).
   FLYWHEEL_LLM_TIMEOUT  seconds per attempt (default 120); two retries follow a 5xx or a timeout.
+  FLYWHEEL_FALLBACK_MODELS   comma-separated litellm model strings (same base URL and key) the Router
+                        tries, in order, when the main model still fails after its retries.
   FLYWHEEL_LLM_INPUT_COST_PER_TOKEN / FLYWHEEL_LLM_OUTPUT_COST_PER_TOKEN   USD, for models litellm
                         has no price for (without them such calls record no cost).
 
@@ -60,6 +62,7 @@ class LLMSettings:
     concurrency: int = 4
     timeout: float = 120.0
     num_retries: int = 2
+    fallback_models: tuple[str, ...] = ()
     input_cost_per_token: float | None = None
     output_cost_per_token: float | None = None
 
@@ -76,6 +79,7 @@ class LLMSettings:
             timeout=float(env("FLYWHEEL_LLM_TIMEOUT") or 120),
             input_cost_per_token=cost("FLYWHEEL_LLM_INPUT_COST_PER_TOKEN"),
             output_cost_per_token=cost("FLYWHEEL_LLM_OUTPUT_COST_PER_TOKEN"),
+            fallback_models=tuple(m.strip() for m in (env("FLYWHEEL_FALLBACK_MODELS") or "").split(",") if m.strip()),
         )
 
 
@@ -265,23 +269,27 @@ def _router(settings: LLMSettings) -> Any:
     with _LOCK:
         if settings not in _ROUTERS:
             litellm = _litellm()
-            params: dict[str, Any] = {"model": _provider_model(litellm, settings), "api_key": settings.api_key}
-            if settings.api_base:
-                params["api_base"] = settings.api_base
-            if settings.input_cost_per_token is not None:
-                params["input_cost_per_token"] = settings.input_cost_per_token
-            if settings.output_cost_per_token is not None:
-                params["output_cost_per_token"] = settings.output_cost_per_token
+            models = [settings.model, *settings.fallback_models]
+            model_list = []
+            for i, model in enumerate(models):
+                params: dict[str, Any] = {"model": _provider_model(litellm, settings, model), "api_key": settings.api_key}
+                if settings.api_base:
+                    params["api_base"] = settings.api_base
+                if settings.input_cost_per_token is not None:
+                    params["input_cost_per_token"] = settings.input_cost_per_token
+                if settings.output_cost_per_token is not None:
+                    params["output_cost_per_token"] = settings.output_cost_per_token
+                model_list.append({"model_name": _ROUTE if i == 0 else f"{_ROUTE}-fallback-{i}", "litellm_params": params})
+            fallbacks = [{_ROUTE: [m["model_name"] for m in model_list[1:]]}] if len(model_list) > 1 else []
             _ROUTERS[settings] = litellm.Router(
-                model_list=[{"model_name": _ROUTE, "litellm_params": params}],
-                num_retries=settings.num_retries, timeout=settings.timeout,
+                model_list=model_list, num_retries=settings.num_retries, timeout=settings.timeout, fallbacks=fallbacks,
             )
         return _ROUTERS[settings]
 
 
-def _provider_model(litellm: Any, settings: LLMSettings) -> str:
+def _provider_model(litellm: Any, settings: LLMSettings, model: str | None = None) -> str:
     """`Qwen/Qwen2.5-VL-7B` on a local server means `openai/Qwen/Qwen2.5-VL-7B` to litellm."""
-    model = str(settings.model)
+    model = str(model or settings.model)
     if not settings.api_base:
         return model
     try:

@@ -179,3 +179,21 @@ def test_configuration_comes_from_the_environment(monkeypatch, tmp_path):
     assert client.cache_dir == (tmp_path / "lk" / "llm_cache").resolve()
     monkeypatch.setenv("FLYWHEEL_LLM_CACHE", str(tmp_path / "c"))
     assert LLMClient().cache_dir == tmp_path / "c"
+
+
+def test_a_failing_model_falls_back_to_the_next_one(tmp_path):
+    class PrimaryDown(FakeOpenAIServer):
+        def _next(self, body):
+            if body["model"] == "primary":
+                with self._lock:
+                    self.requests.append(body)
+                return 500, b'{"error": {"message": "test double: primary is down"}}'
+            return super()._next(body)
+
+    with PrimaryDown() as srv:
+        srv.reply({"content": "from the fallback"})
+        s = LLMSettings(model="primary", api_base=srv.url, cache_dir=tmp_path / "c", timeout=5.0, num_retries=1,
+                        fallback_models=("secondary",))
+        result = LLMClient(s).complete(ask())
+    assert result.ok and result.content == "from the fallback"
+    assert [r["model"] for r in srv.requests][-1] == "secondary" and "primary" in [r["model"] for r in srv.requests]

@@ -90,16 +90,16 @@ def request(shop_manifest, shop_app, lake, count: int = 10) -> SynthesisRequest:
 
 
 def test_the_loop_turns_bad_tool_calls_into_messages_and_keeps_everything(server, shop_manifest, shop_app, lake, tmp_path):
-    server.fault_at(1, "status").fault_at(5, "sleep", seconds=8)
+    server.fault_at(1, "status").fault_at(3, "garbage").fault_at(5, "sleep", seconds=8)
     out = LLMAgent(settings(server, tmp_path)).synthesize(request(shop_manifest, shop_app, lake))
 
-    assert out.notes == []  # submitted normally, despite the 500 and the stall
+    assert out.notes == []  # submitted normally, despite the 500, the body that is not JSON and the stall
     assert len(out.candidates) == 4 and [s.name for s in out.skills] == ["add_shed"]
     assert out.candidates[1].verifier["template"] == "code"
     assert out.candidates[0].provenance["agent"] == "llm" and out.candidates[0].provenance["model"] == "openai/scripted-coder"
-    # a 500 and a timeout were retried: steps 1 and 5 were asked twice
+    # the 500, the garbled body and the timeout were retried: steps 1, 3 and 5 were asked twice
     steps = [ScriptedAgentServer.position(b) for b in server.requests]
-    assert steps == [0, 1, 1, 2, 3, 4, 5, 5, 6, 7]
+    assert steps == [0, 1, 1, 2, 3, 3, 4, 5, 5, 6, 7]
 
     rows = lake.query("SELECT * FROM agent_transcripts ORDER BY turn")
     errors = {r["tool_name"]: r["error"] for r in rows if r["role"] == "tool" and r["error"]}
@@ -236,3 +236,12 @@ def test_a_commit_that_renames_a_column_retires_the_pairs_it_breaks(tmp_path, mo
     assert "city" in retired[1]["reason_detail"], retired[1]
     assert lake.query("SELECT count(*) n FROM tasks WHERE status = 'verified'")[0]["n"] == 0
     assert any("new commit" in n for n in second.notes)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not os.environ.get("FLYWHEEL_LIVE_MODEL"), reason="opt-in: set FLYWHEEL_LIVE_MODEL=1 with FLYWHEEL_MODEL "
+                    "(and FLYWHEEL_API_BASE / FLYWHEEL_API_KEY) to run the agent against a real model")
+def test_a_live_model_proposes_candidates(shop_manifest, shop_app, lake):
+    out = LLMAgent(LLMSettings.from_env(), AgentBudget(max_steps=30)).synthesize(request(shop_manifest, shop_app, lake, count=3))
+    assert out.candidates, out.notes
+    assert lake.query("SELECT count(*) n FROM agent_transcripts WHERE role = 'assistant'")[0]["n"] >= 2

@@ -1,0 +1,44 @@
+"""Prefect wiring for `export-sft`."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from prefect import flow
+from prefect.artifacts import create_markdown_artifact
+
+from flows.sft_export.config import ExportConfig
+from flows.sft_export.export import export_sft as run_export
+from lake import Lake
+
+progress: Any = None  # set by the CLI for a live progress bar
+
+
+@flow(name="export-sft")
+def export_sft(
+    name: str,
+    format: str = "messages",
+    per: str = "step",
+    images: str = "embed",
+    protocol: str = "qwen-xml",
+    since: str | None = None,
+    negatives: bool = False,
+    max_per_sandbox: int | None = None,
+    max_per_family: int | None = None,
+    max_per_difficulty: int | None = None,
+    shard_mb: int = 256,
+    out: str | None = None,
+    lake_root: str | None = None,
+) -> dict:
+    config = ExportConfig(
+        name=name, format=format, per=per, images=images, protocol=protocol, since=since, negatives=negatives,
+        max_per_sandbox=max_per_sandbox, max_per_family=max_per_family, max_per_difficulty=max_per_difficulty,
+        shard_bytes=shard_mb * 1024 * 1024,
+    )
+    lake = Lake(lake_root)
+    result = run_export(lake, config, out=out, run_id=f"export-{uuid.uuid4().hex[:12]}", progress=progress)
+    lake.refresh_catalog()
+    markdown = result.markdown()
+    create_markdown_artifact(markdown, key="export-sft-summary")
+    return result.to_json() | {"markdown": markdown}
