@@ -74,6 +74,12 @@ def unknown_parameters(spec: DeploymentSpec, flow) -> list[str]:
     return sorted(set(spec.parameters) - set(accepted))
 
 
+def missing_parameters(spec: DeploymentSpec, flow) -> list[str]:
+    """Flow parameters without a default that the deployment does not give: every scheduled run would fail."""
+    required = [n for n, p in inspect.signature(flow.fn).parameters.items() if p.default is inspect.Parameter.empty]
+    return sorted(set(required) - set(spec.parameters))
+
+
 def start_local_server(port: int, home: Path) -> subprocess.Popen:
     """A dedicated Prefect server on 127.0.0.1 (its own SQLite file): schedules and `deployment run` need one
     that outlives a single flow run, which an ephemeral in-process server does not."""
@@ -160,10 +166,11 @@ def build_deployments(specs: list[DeploymentSpec], root: Path = REPO) -> tuple[l
         except ImportError as exc:
             skipped.append(f"skipped {spec.entrypoint} ({spec.name}): it does not import — {exc}")
             continue
-        bad = unknown_parameters(spec, flow)
-        if bad:
-            skipped.append(f"skipped {flow.name}/{spec.name}: prefect.yaml passes parameters the flow does not take: "
-                           f"{', '.join(bad)}")
+        bad, missing = unknown_parameters(spec, flow), missing_parameters(spec, flow)
+        if bad or missing:
+            skipped.append(f"skipped {flow.name}/{spec.name}: in prefect.yaml, "
+                           + "; ".join(([f"parameters the flow does not take: {', '.join(bad)}"] if bad else [])
+                                       + ([f"required parameters not given: {', '.join(missing)}"] if missing else [])))
             continue
         deployments.append(flow.to_deployment(
             name=spec.name, cron=spec.crons or None, parameters=spec.parameters, description=spec.description,

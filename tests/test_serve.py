@@ -12,7 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from flywheel.serve import REPO, build_deployments, load_flow, load_specs, unknown_parameters
+from flywheel.serve import (
+    REPO,
+    build_deployments,
+    load_flow,
+    load_specs,
+    missing_parameters,
+    unknown_parameters,
+)
 
 PREFECT_YAML = REPO / "prefect.yaml"
 FLOWS = {"synthesize-tasks", "rollout", "judge", "mine-failures", "explore", "export-sft", "cycle"}
@@ -21,19 +28,14 @@ FLOWS = {"synthesize-tasks", "rollout", "judge", "mine-failures", "explore", "ex
 def test_every_flow_has_a_deployment_whose_entrypoint_imports_and_parameters_fit():
     specs = load_specs(PREFECT_YAML)
     names = set()
-    # explore and export-sft are being written alongside; until their flow.py exists, only those may be missing
-    pending = {s.entrypoint for s in specs if not (REPO / s.entrypoint.split(":")[0]).exists()}
-    assert pending <= {"flows/exploration/flow.py:explore", "flows/sft_export/flow.py:export_sft"}
     for spec in specs:
-        if spec.entrypoint in pending:
-            continue
         flow = load_flow(spec)
         names.add(flow.name)
-        assert unknown_parameters(spec, flow) == [], spec.entrypoint
+        assert unknown_parameters(spec, flow) == [] and missing_parameters(spec, flow) == [], spec.entrypoint
         flow.validate_parameters(spec.parameters)  # types fit the signature too
         deployment = flow.to_deployment(name=spec.name, cron=spec.crons or None, parameters=spec.parameters)
         assert len(deployment.schedules or []) == len(spec.crons)
-    assert names == FLOWS - {"explore" if "exploration" in e else "export-sft" for e in pending}
+    assert names == FLOWS
     crons = {s.entrypoint.rsplit(":", 1)[1]: s.crons for s in specs}
     assert crons["cycle"] and crons["mine_failures"] and crons["judge"]  # nightly cycle, hourly judge and mining
 
@@ -97,17 +99,20 @@ def test_served_deployment_runs_and_lands_in_the_lake(tmp_path):
 def test_entrypoints_that_do_not_load_are_skipped_with_a_note(tmp_path):
     (tmp_path / "flows").mkdir()
     (tmp_path / "flows" / "ok.py").write_text(
-        "from prefect import flow\n\n@flow(name='ok')\ndef ok(n: int = 1) -> int:\n    return n\n")
+        "from prefect import flow\n\n@flow(name='ok')\ndef ok(n: int = 1) -> int:\n    return n\n\n"
+        "@flow(name='needs')\ndef needs(name: str) -> str:\n    return name\n")
     yaml_file = tmp_path / "prefect.yaml"
     yaml_file.write_text(
         "deployments:\n"
         "  - {name: a, entrypoint: 'flows/ok.py:ok', parameters: {n: 2}, schedules: [{cron: '0 * * * *'}]}\n"
         "  - {name: b, entrypoint: 'flows/later.py:later'}\n"
         "  - {name: c, entrypoint: 'flows/ok.py:missing'}\n"
-        "  - {name: d, entrypoint: 'flows/ok.py:ok', parameters: {count: 3}}\n")
+        "  - {name: d, entrypoint: 'flows/ok.py:ok', parameters: {count: 3}}\n"
+        "  - {name: e, entrypoint: 'flows/ok.py:needs'}\n")
     deployments, names, skipped = build_deployments(load_specs(yaml_file), tmp_path)
     assert names == ["ok/a"] and deployments[0].parameters == {"n": 2} and len(deployments[0].schedules) == 1
-    assert len(skipped) == 3
+    assert len(skipped) == 4
     assert "flows/later.py:later" in skipped[0] and "no file" in skipped[0]
     assert "flows/ok.py:missing" in skipped[1]
     assert "ok/d" in skipped[2] and "count" in skipped[2]
+    assert "needs/e" in skipped[3] and "required parameters not given: name" in skipped[3]
