@@ -73,6 +73,22 @@ def main(argv: list[str] | None = None) -> int:
     )
     mf.add_argument("--policy", help="only this policy's trajectories")
     mf.add_argument("--since", help="only trajectories recorded since this time (ISO 8601)")
+    exp = run.add_parser(
+        "explore",
+        help="measure coverage, explore each sandbox's thinnest areas, turn what changed there into verified tasks",
+        description="Per sandbox: measure which areas (screens, form actions, entities) verified tasks, trajectories "
+        "and mined failures cover; explore the live app breadth-first towards the K thinnest areas (and areas that "
+        "fail often); derive candidate tasks from the transitions that changed state there; gate them like "
+        "synthesize-tasks does. Prints coverage before and after; the transition graph lands in `transitions`.",
+    )
+    exp.add_argument("--sandbox", action="append", dest="sandboxes", metavar="NAME", help="a sandbox name or folder (repeatable; default: all shipped)")
+    exp.add_argument("--areas", type=int, default=8, help="thinnest areas to target per sandbox (default 8)")
+    exp.add_argument("--steps", type=int, default=200, help="explorer steps per sandbox (default 200)")
+    exp.add_argument("--minutes", type=float, default=2.0, help="exploring time per sandbox (default 2)")
+    exp.add_argument("--seed", type=int, default=0)
+    exp.add_argument("--workers", type=int, default=1, help="app replicas validating candidates in parallel")
+    exp.add_argument("--sensitive", choices=["skip", "confirm"], default="skip",
+                     help="controls the manifest declares sensitive: skip them (default) or press them after a call_user confirmation")
     cyc = run.add_parser("cycle", help="synthesize -> rollout -> judge -> mine -> curriculum, with an iteration report")
     cyc.add_argument("--policy", default="scripted-noisy", choices=["replay", "scripted-noisy", "llm"])
     cyc.add_argument("--sandbox", action="append", dest="sandboxes", metavar="NAME")
@@ -87,6 +103,10 @@ def main(argv: list[str] | None = None) -> int:
         "to the quarantine table with a reason; importing the same input twice adds nothing.",
     )
     imp.add_argument("paths", nargs="+", type=Path)
+
+    cov = sub.add_parser("coverage", help="what each sandbox offers and what tasks cover").add_subparsers(dest="cov_cmd", required=True)
+    cov_show = cov.add_parser("show", help="areas of a sandbox with verified tasks, trajectories and failures; writes an SVG picture")
+    cov_show.add_argument("sandbox")
 
     cur = sub.add_parser("curriculum", help="curriculum pools").add_subparsers(dest="cur_cmd", required=True)
     show = cur.add_parser("show", help="tasks per pool (active | monitoring | mastered) per policy, sandbox, family")
@@ -137,6 +157,8 @@ def main(argv: list[str] | None = None) -> int:
         return _run_synthesize(args) if args.flow == "synthesize-tasks" else _run_other(args)
     if args.command == "curriculum":
         return _curriculum(args)
+    if args.command == "coverage":
+        return _coverage(args)
     if args.command == "trajectories":
         return _import(args)
     if args.command == "doctor":
@@ -220,6 +242,18 @@ def _run_other(args: argparse.Namespace) -> int:
         result = mine_failures(policy=args.policy, since=args.since, lake_root=root)
         console.print(Markdown(result["markdown"]))
         return 0
+    if args.flow == "explore":
+        from flows.exploration.flow import explore
+
+        result = explore(sandboxes=args.sandboxes, areas=args.areas, steps=args.steps, minutes=args.minutes,
+                         seed=args.seed, workers=args.workers, sensitive=args.sensitive, lake_root=root)
+        console.print(Markdown(result["markdown"]))
+        for s in result["sandboxes"]:
+            console.print(f"  {s['sandbox']}: areas with a verified task {s['share_before']:.0%} before -> "
+                          f"{s['share_after']:.0%} after; {s['verified']} new verified tasks, "
+                          f"{s['verified_in_empty_areas']} of them in areas that had none")
+        console.print(f"Report: {result['report']}")
+        return 0 if any(not s["error"] for s in result["sandboxes"]) else 1
     if args.flow == "judge":
         from flows.judging.flow import judge
 
@@ -307,6 +341,28 @@ def _curriculum(args: argparse.Namespace) -> int:
         print("no pools yet: run `flywheel run cycle` (or rollout, judge) first")
         return 1
     _print_table(list(rows[0]), [tuple(r.values()) for r in rows])
+    return 0
+
+
+def _coverage(args: argparse.Namespace) -> int:
+    from flows.exploration.chart import coverage_chart_svg
+    from flows.exploration.coverage import render_coverage
+    from flows.exploration.exploration import coverage_now
+    from lake import Lake
+    from sandboxes.registry import select
+
+    chosen, problems = select([args.sandbox])
+    for p in problems:
+        print(f"error: {p}", file=sys.stderr)
+    if not chosen:
+        return 2
+    lake = Lake()
+    rows = coverage_now(lake, chosen[0])
+    print(render_coverage(chosen[0].name, rows))
+    chart = lake.root / "reports" / f"coverage-{chosen[0].name}.svg"
+    chart.parent.mkdir(parents=True, exist_ok=True)
+    chart.write_text(coverage_chart_svg(chosen[0].name, rows))
+    print(f"\npicture: {chart}")
     return 0
 
 

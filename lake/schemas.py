@@ -264,6 +264,43 @@ TABLES: dict[str, pa.Schema] = {
             ("decided_at", TS),
         ]
     ),
+    # What each sandbox offers (areas: screens, form actions, data entities) and how well it is covered;
+    # one row per (run, sandbox, area), written by `explore` before and after it runs.
+    "coverage": pa.schema(
+        [
+            ("run_id", pa.string()),
+            ("sandbox", pa.string()),
+            ("area", pa.string()),  # e.g. "/messages/<>", "POST /messages/<>/star", "table messages"
+            ("area_kind", pa.string()),  # screen | action | entity
+            ("exists_from", pa.string()),  # source | exploration
+            ("phase", pa.string()),  # before | after (the explore run)
+            ("verified_tasks", pa.int64()),
+            ("trajectories", pa.int64()),
+            ("failures", pa.int64()),
+            ("recorded_at", TS),
+        ]
+    ),
+    # The explorer's transition graph: abstract states (URL pattern + structural hash of the UI tree),
+    # the action taken, and what it changed (DB rows for sqlite state, page state otherwise).
+    "transitions": pa.schema(
+        [
+            ("run_id", pa.string()),
+            ("sandbox", pa.string()),
+            ("from_state", pa.string()),
+            ("from_url", pa.string()),
+            ("path_json", pa.string()),  # the actions that lead from a reset sandbox to from_state
+            ("action_json", pa.string()),  # the actions of this transition (fills, then the click)
+            ("to_state", pa.string()),  # null when the action was not performed
+            ("to_url", pa.string()),
+            ("diff_json", pa.string()),
+            ("changed_state", pa.bool_()),
+            ("area", pa.string()),
+            ("sensitive", pa.string()),  # the manifest's sensitive kind of the control, if any
+            ("outcome", pa.string()),  # performed | skipped_sensitive | error
+            ("revisit", pa.bool_()),  # to_state had been discovered before
+            ("recorded_at", TS),
+        ]
+    ),
     # One row per export build that reached the quality gate: published versions (gate_success true,
     # `version` set) and builds the gate refused (gate_success false, `version` null, nothing published).
     "exports": pa.schema(

@@ -116,7 +116,7 @@ def synthesize_sandbox(
                 summary.families[spec.family] += 1
             else:
                 summary.rejected[result.reason] += 1
-        _land(lake, run_id, manifest.name, agent_name, fresh_skills, results)
+        land(lake, run_id, manifest.name, agent_name, fresh_skills, results)
     except SandboxError as exc:
         summary.error = str(exc)
     finally:
@@ -124,7 +124,9 @@ def synthesize_sandbox(
     return summary
 
 
-def _land(lake: Lake, run_id: str, sandbox: str, agent: str, skills: list[Skill], results: list[tuple[TaskSpec, GateResult]]) -> None:
+def land(lake: Lake, run_id: str, sandbox: str, agent: str, skills: list[Skill], results: list[tuple[TaskSpec, GateResult]]) -> None:
+    """Store gated candidates (verified and rejected), their new skills and the gate's checks; shared
+    by every writer of tasks (synthesis, reverse synthesis from exploration)."""
     now = utcnow()
     lake.write(
         "skills",

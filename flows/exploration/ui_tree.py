@@ -1,0 +1,194 @@
+"""Reads a UI tree (Playwright's ARIA snapshot, the shape every driver's observation uses) into nodes,
+and derives what the explorer needs from it: an abstract state id and the page's affordances (links,
+forms with their fields and buttons)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from urllib.parse import parse_qsl, urlsplit
+
+_LINE = re.compile(r"^(\s*)- (.*)$")
+_NUMBER = re.compile(r"\d+")
+_ROLE = re.compile(r"[A-Za-z/][\w/-]*")
+# Roles whose accessible name is part of a page's structure (a control's label), not its data.
+NAMED_ROLES = frozenset({"button", "textbox", "searchbox", "combobox", "checkbox", "radio", "spinbutton", "switch", "slider", "tab"})
+FIELD_ROLES = frozenset({"textbox", "searchbox", "combobox", "checkbox", "radio", "spinbutton"})
+FORM_ROLES = frozenset({"form", "search"})
+
+
+@dataclass
+class UiNode:
+    role: str
+    name: str = ""
+    attrs: list[str] = field(default_factory=list)
+    value: str = ""  # inline text after the colon (a field's current value, a text node's content)
+    children: list[UiNode] = field(default_factory=list)
+
+    @property
+    def url(self) -> str | None:
+        for c in self.children:
+            if c.role == "/url":
+                return c.value
+        return None
+
+    def walk(self):
+        yield self
+        for c in self.children:
+            yield from c.walk()
+
+
+def parse_ui_tree(text: str) -> UiNode:
+    """The ARIA snapshot's YAML-like lines as a tree under a synthetic root."""
+    root = UiNode("root")
+    stack: list[tuple[int, UiNode]] = [(-1, root)]
+    for line in text.splitlines():
+        m = _LINE.match(line)
+        if not m:
+            continue
+        indent, rest = len(m.group(1)), m.group(2)
+        node = _parse_entry(rest)
+        while stack[-1][0] >= indent:
+            stack.pop()
+        stack[-1][1].children.append(node)
+        stack.append((indent, node))
+    return root
+
+
+def _parse_entry(rest: str) -> UiNode:
+    if rest[:1] in ("'", '"') and rest.count(rest[0]) >= 2:  # YAML-quoted key: 'link "a: b"': value
+        q = rest[0]
+        end = 1
+        while end < len(rest):
+            if rest[end] == q and rest[end + 1: end + 2] == q:
+                end += 2
+                continue
+            if rest[end] == q:
+                break
+            end += 1
+        key, tail = rest[1:end].replace(q * 2, q), rest[end + 1:]
+    else:
+        key, tail = rest, ""
+    m = _ROLE.match(key)
+    if not m:
+        return UiNode("text", value=rest)
+    role, pos = m.group(0), m.end()
+    name = ""
+    if key[pos: pos + 2] == ' "':
+        try:
+            name, used = json.JSONDecoder().raw_decode(key[pos + 1:])
+            pos += 1 + used
+        except ValueError:
+            pass
+    attrs = []
+    while True:
+        a = re.match(r"\s*\[([^\]]*)\]", key[pos:])
+        if not a:
+            break
+        attrs.append(a.group(1))
+        pos += a.end()
+    remainder = key[pos:] + tail
+    value = remainder[1:].strip() if remainder.startswith(":") else ""
+    return UiNode(role, str(name), attrs, value)
+
+
+# ---- abstract states ------------------------------------------------------------------------------
+def url_pattern(url: str) -> str:
+    """The path with numeric segments as <> and the query's keys without values: lists of different
+    data, pages of different rows, share one pattern."""
+    parts = urlsplit(url)
+    path = "/".join("<>" if seg.isdigit() else seg for seg in parts.path.split("/")) or "/"
+    keys = sorted({k for k, _ in parse_qsl(parts.query, keep_blank_values=True)})
+    route = "#" + parts.fragment if parts.fragment.startswith("/") else ""  # script routing (#/active)
+    return path + ("?" + "&".join(keys) if keys else "") + route
+
+
+def _structure(node: UiNode) -> str:
+    """Roles and control labels, never data: text, numbers and link names are dropped and repeated
+    sibling structures (rows of a list, options of a select) count once."""
+    label = ""
+    if node.role in NAMED_ROLES and node.name:
+        label = "=" + _NUMBER.sub("#", node.name.strip().casefold())
+    kids: list[str] = []
+    for c in node.children:
+        if c.role in ("/url", "option"):
+            continue
+        s = _structure(c)
+        if s not in kids:
+            kids.append(s)
+    return f"{node.role}{label}({','.join(kids)})" if kids else f"{node.role}{label}"
+
+
+def abstract_state(url: str, tree: UiNode | str) -> str:
+    root = parse_ui_tree(tree) if isinstance(tree, str) else tree
+    key = url_pattern(url) + "\n" + _structure(root)
+    return hashlib.sha256(key.encode()).hexdigest()[:12]
+
+
+# ---- affordances --------------------------------------------------------------------------------
+@dataclass
+class FormField:
+    role: str
+    label: str
+    value: str  # current value ("" when empty)
+    options: list[str] = field(default_factory=list)  # combobox options
+    selected: str | None = None
+    checked: bool = False
+
+
+@dataclass
+class FormAffordance:
+    label: str  # the form's accessible name ("" for a control outside any named form)
+    fields: list[FormField]
+    buttons: list[str]
+    label_unique: bool = True  # no other form on the page has this name
+    submit: str = "button"  # button: press one of `buttons` | enter: press Enter in the field | check: toggle it
+
+    def signature(self, button: str) -> str:
+        return f"{_NUMBER.sub('#', self.label)}|{_NUMBER.sub('#', button)}"
+
+
+@dataclass
+class Affordances:
+    links: list[tuple[str, str]]  # (name, href)
+    forms: list[FormAffordance]
+
+
+def affordances(tree: UiNode | str) -> Affordances:
+    root = parse_ui_tree(tree) if isinstance(tree, str) else tree
+    links: list[tuple[str, str]] = []
+    forms: list[FormAffordance] = []
+    loose: list[str] = []
+    loose_fields: list[FormField] = []
+
+    def visit(node: UiNode, form: FormAffordance | None) -> None:
+        if node.role in FORM_ROLES:
+            form = FormAffordance(node.name, [], [])
+            forms.append(form)
+        elif node.role == "link" and node.url:
+            links.append((node.name, node.url))
+        elif node.role == "button" and node.name:
+            (form.buttons if form is not None else loose).append(node.name)
+        elif node.role in FIELD_ROLES and node.name:
+            options = [c.name for c in node.children if c.role == "option"]
+            selected = next((c.name for c in node.children if c.role == "option" and "selected" in c.attrs), None)
+            found = FormField(node.role, node.name, node.value, options, selected, "checked" in node.attrs)
+            (form.fields if form is not None else loose_fields).append(found)
+        for c in node.children:
+            visit(c, form)
+
+    visit(root, None)
+    names = [f.label for f in forms]
+    for f in forms:
+        f.label_unique = bool(f.label) and names.count(f.label) == 1
+    for name in dict.fromkeys(loose):  # buttons outside any named form: each is its own affordance
+        forms.append(FormAffordance("", [], [name], label_unique=False))
+    # fields outside any form (script-driven pages): a text field submits with Enter, a checkbox toggles
+    for f in loose_fields:
+        if f.role in ("textbox", "searchbox") and not loose:
+            forms.append(FormAffordance("", [f], [f.label], label_unique=False, submit="enter"))
+        elif f.role == "checkbox":
+            forms.append(FormAffordance("", [], [f.label], label_unique=False, submit="check"))
+    return Affordances(links, [f for f in forms if f.buttons])
