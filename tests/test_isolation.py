@@ -158,3 +158,29 @@ def test_a_python_skill_changes_the_db_only_when_it_runs_cleanly(runner, tmp_pat
                          {}, runner=runner)
     assert info.value.gate_reason("inject_error") == "unsafe_code"
     assert sqlite3.connect(db).execute("SELECT body FROM notes").fetchall() == [("hello",)]
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("code,reason", [
+    ("import socket\ndef inject(db_path, args):\n    socket.create_connection(('127.0.0.1', 9), 1)\n", "unsafe_code"),
+    ("def inject(db_path, args):\n    while True:\n        pass\n", "code_timeout"),
+])
+def test_the_gate_rejects_a_python_skill_that_misbehaves(code, reason, shop_app, browser_host, monkeypatch):
+    from flows.task_synthesis.gate import ValidationGate
+    from flows.task_synthesis.task_spec import TaskSpec
+    from sandboxes.skills import Skill
+    from sandboxes.web import WebDriver
+    from tests.shop_references import ADD_ADDRESS
+
+    monkeypatch.setenv("FLYWHEEL_CODE_TIMEOUT_S", "2")
+    skill = Skill("misbehave", "shop", "python", "generated", {"code": code})
+    spec = TaskSpec("shop", "test", "create", "addresses", "Add my boathouse address", {"r": reason}, 1,
+                    [{"skill": "misbehave", "args": {}}],
+                    {"template": "row_exists", "params": {"table": "addresses", "where": {"label": "Boathouse 7"}}},
+                    ADD_ADDRESS)
+    driver = WebDriver(shop_app, browser_host)
+    try:
+        result = ValidationGate(driver, {"misbehave": skill}).validate(spec)
+    finally:
+        driver.close()
+    assert (result.status, result.reason) == ("rejected", reason), result.detail

@@ -9,12 +9,19 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import tempfile
 from pathlib import Path
 from typing import Any
 
 from flywheel.isolation.runners import Job, Runner, RunResult, default_runner
+
+
+def code_timeout_s() -> float:
+    """Seconds one call of generated code may take: FLYWHEEL_CODE_TIMEOUT_S (default 15)."""
+    return float(os.environ.get("FLYWHEEL_CODE_TIMEOUT_S") or 15)
+
 
 # runner reason -> the validation gate's rejection reason
 GATE_REASONS = {"forbidden": "unsafe_code", "oom": "unsafe_code", "killed": "unsafe_code", "timeout": "code_timeout"}
@@ -33,8 +40,9 @@ class GeneratedCodeFailed(Exception):
 
 
 def run_code_judge(code: str, evidence: dict[str, Any], params: dict[str, Any], runner: Runner | None = None,
-                   timeout_s: float = 10.0) -> tuple[bool, str]:
-    result = (runner or default_runner()).run(Job(code, "judge", [evidence, params], timeout_s=timeout_s))
+                   timeout_s: float | None = None) -> tuple[bool, str]:
+    job = Job(code, "judge", [evidence, params], timeout_s=timeout_s or code_timeout_s())
+    result = (runner or default_runner()).run(job)
     if not result.ok:
         raise GeneratedCodeFailed("code verifier", result)
     value = result.value
@@ -45,13 +53,13 @@ def run_code_judge(code: str, evidence: dict[str, Any], params: dict[str, Any], 
 
 
 def run_python_skill(db_path: Path, code: str, args: dict[str, Any], runner: Runner | None = None,
-                     timeout_s: float = 20.0) -> RunResult:
+                     timeout_s: float | None = None) -> RunResult:
     """Runs `inject("app.sqlite", args)` on a copy of the DB and writes the copy back; raises on failure."""
     with tempfile.TemporaryDirectory(prefix="flywheel-skill-") as tmp:
         copy_in, copy_out = Path(tmp) / "in.sqlite", Path(tmp) / "out.sqlite"
         _backup(db_path, copy_in)
         job = Job(code, "inject", ["app.sqlite", args], files={"app.sqlite": copy_in},
-                  fetch={"app.sqlite": copy_out}, timeout_s=timeout_s)
+                  fetch={"app.sqlite": copy_out}, timeout_s=timeout_s or code_timeout_s())
         result = (runner or default_runner()).run(job)
         if not result.ok:
             raise GeneratedCodeFailed("python skill", result)
