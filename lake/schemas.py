@@ -101,6 +101,7 @@ TABLES: dict[str, pa.Schema] = {
             ("ok", pa.bool_()),
             ("error", pa.string()),
             ("points_json", pa.string()),  # where each action landed on the 0..999 grid
+            ("outputs_json", pa.string()),  # per action, what it returned: a shell command's exit_code, stdout, stderr
             ("sensitive", pa.string()),
             ("started_at", TS),
             ("finished_at", TS),

@@ -94,6 +94,7 @@ def run_episode(driver: WebDriver, lake: Lake, task: TaskSpec, skills: dict[str,
                 "actions_json": json.dumps([a.model_dump(exclude_none=True) for a in turn.actions]),
                 "format_error": getattr(turn, "format_error", None), "ok": failed is None, "error": failed.error if failed else None,
                 "points_json": json.dumps([r.point for r in results]),
+                "outputs_json": json.dumps([r.details or None for r in results]) if any(r.details for r in results) else None,
                 "sensitive": next((r.sensitive for r in results if r.sensitive), None),
                 "started_at": step_start, "finished_at": utcnow(), "run_id": run_id,
             })

@@ -182,11 +182,13 @@ def test_replay_rollout_makes_trajectories_with_shell_and_gui_steps_that_judge_a
     assert not summary.errors and summary.sandboxes["workspace"]["terminated"] == summary.episodes >= 5
     lake.refresh_catalog()
     steps = lake.query(
-        "SELECT t.task_id, s.actions_json, s.ok FROM steps s JOIN trajectories t USING (trajectory_id) "
+        "SELECT t.task_id, s.actions_json, s.outputs_json, s.ok FROM steps s JOIN trajectories t USING (trajectory_id) "
         "JOIN tasks k ON k.task_id = t.task_id WHERE k.family = 'mixed' ORDER BY t.task_id, s.step_index"
     )
     actions = [json.loads(s["actions_json"])[0]["action"] for s in steps]
     assert "shell" in actions and "left_click" in actions and all(s["ok"] for s in steps)
+    outputs = [json.loads(s["outputs_json"])[0] for s, a in zip(steps, actions) if a == "shell"]
+    assert all(o["exit_code"] == 0 and not o["timed_out"] for o in outputs), "the shell's results are kept per step"
     judge_pending(lake, "j-ws")
     lake.refresh_catalog()
     verdicts = lake.query("SELECT verdict, count(*) AS n FROM verdicts GROUP BY 1")
