@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from sandboxes.actions import parse_actions
-from sandboxes.android import AndroidDriver, open_android_driver, parse_hierarchy, render_sql, ui_tree
+from sandboxes.android import AndroidDriver, open_android_driver, render_sql
+from sandboxes.android_ui import parse_hierarchy, ui_tree
 from sandboxes.app_process import SandboxError
 from sandboxes.manifest import load_manifest
 from sandboxes.skills import InjectionError, Skill
