@@ -96,10 +96,10 @@ def test_the_gate_verifies_them_in_the_live_app_and_rejects_wrong_ones(todomvc, 
     complete = next(c for c in candidates.candidates if c.verifier["params"].get("where", {}).get("completed") is True
                     and c.family == "update")
     # the reference ticks the neighbouring record: the state changes, but not as the task asks
-    click = complete.reference[0]
+    click = complete.reference[-1]
     k = [r["title"] for r in complete.params["existing"]].index(complete.params["complete"])
     neighbour = {**click["target"], "nth": click["target"]["nth"] + (1 if k == 0 else -1)}
-    wrong_box = dataclasses.replace(complete, seed=complete.seed + 1, reference=[{**click, "target": neighbour}])
+    wrong_box = dataclasses.replace(complete, seed=complete.seed + 1, reference=[*complete.reference[:-1], {**click, "target": neighbour}])
     already = dataclasses.replace(complete, seed=complete.seed + 2, injection=[
         {"skill": complete.injection[0]["skill"], "args": {"value": [
             {**r, "completed": True} for r in complete.injection[0]["args"]["value"]]}}])

@@ -320,7 +320,7 @@ class _Composer:
             seed=seed,
             injection=[{"skill": self.skill.name, "args": {"value": records}}] if records else [],
             verifier=verifier,
-            reference=reference,
+            reference=[{"action": "goto", "url": "/"}, *reference],  # the app's page: its screen in coverage
             provenance={"agent": AGENT, "model": None, "synthesiser_version": SYNTHESISER_VERSION},
         )
 
