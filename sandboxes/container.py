@@ -34,6 +34,7 @@ from sandboxes.actions import Action, Shell
 from sandboxes.app_process import SandboxError
 from sandboxes.docker_images import (
     BASE_IMAGE,
+    DockerUnavailable,
     container_python,
     docker_client,
     ensure_base_image,
@@ -206,10 +207,13 @@ class ContainerApp:
     def start(self) -> ContainerApp:
         if self.manifest.start is None:
             raise SandboxError(f"{self.manifest.name}: a container sandbox needs a [start] command")
-        if self.client is None:
-            self.client = docker_client()
-        if self.spec.image == BASE_IMAGE:
-            ensure_base_image(self.client)
+        try:
+            if self.client is None:
+                self.client = docker_client()
+            if self.spec.image == BASE_IMAGE:
+                ensure_base_image(self.client)
+        except DockerUnavailable as exc:
+            raise SandboxError(f"{self.manifest.name}: {exc}") from None
         if self._rundir is None:
             self._rundir = Path(tempfile.mkdtemp(prefix=f"flywheel-{self.manifest.name}-"))
             run = self._rundir / "run"

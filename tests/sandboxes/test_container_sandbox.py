@@ -1,6 +1,6 @@
 """The workspace sandbox in real Docker containers: isolation, shell actions, probes, file skills, reset,
 and synthesize-tasks -> replay rollout -> judge -> mining on verified GUI + CLI pairs.
-Without an engine every test here is skipped, with the reason (and the fix) printed."""
+Without an engine the tests that need one are skipped, with the reason (and the fix) printed."""
 
 import json
 import re
@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 
 from sandboxes.actions import parse_actions
+from sandboxes.app_process import SandboxError
 from sandboxes.container import ContainerApp, ContainerDriver
-from sandboxes.docker_images import container_python, engine_available
+from sandboxes.docker_images import DockerUnavailable, container_python, engine_available
 from sandboxes.manifest import load_manifest
 from sandboxes.skills import InjectionError, Skill
 from verifier_templates import get_template
@@ -21,7 +22,12 @@ from verifier_templates.base import Evidence, Probe
 
 ROOT = Path(__file__).resolve().parents[2]
 ENGINE, WHY = engine_available()
-pytestmark = [pytest.mark.docker, pytest.mark.skipif(not ENGINE, reason=f"no Docker engine: {WHY}")]
+pytestmark = pytest.mark.docker
+
+
+def needs_engine():
+    if not ENGINE:
+        pytest.skip(f"no Docker engine: {WHY}")
 
 
 @pytest.fixture(scope="module")
@@ -31,6 +37,7 @@ def manifest():
 
 @pytest.fixture(scope="module")
 def app(manifest):
+    needs_engine()
     with ContainerApp(manifest) as app:
         yield app
 
@@ -46,6 +53,15 @@ def driver(app, browser_host):
 def shell(driver, command, **kw):
     (action,) = parse_actions([{"action": "shell", "command": command, **kw}])
     return driver.act(action)
+
+
+def test_without_an_engine_starting_is_one_error_naming_the_fix(manifest, monkeypatch):
+    def unavailable():
+        raise DockerUnavailable("no Docker engine answers (DockerException); start one with `scripts/start-docker`")
+
+    monkeypatch.setattr("sandboxes.container.docker_client", unavailable)
+    with pytest.raises(SandboxError, match=r"^workspace: no Docker engine answers.*scripts/start-docker"):
+        ContainerApp(manifest).start()
 
 
 def test_the_container_runs_with_no_network_limits_and_no_privileges(app, manifest):
@@ -144,6 +160,7 @@ def test_a_gui_edit_lands_in_the_file_and_the_shell_sees_it(driver):
 # ---- the flywheel on the workspace: synthesize (CLI) -> replay rollout -> judge -> mine ------------------
 @pytest.fixture(scope="module")
 def synthesized_lake(tmp_path_factory):
+    needs_engine()
     lake_root = tmp_path_factory.mktemp("workspace") / "lake"
     exe = Path(sys.executable).with_name("flywheel")
     out = subprocess.run(
