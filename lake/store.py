@@ -165,7 +165,7 @@ def _conform(row: Mapping[str, Any], schema: pa.Schema) -> dict[str, Any]:
 
 def _atomic_write(table: pa.Table, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".parquet")
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".parquet.tmp")  # never matched by *.parquet readers
     os.close(fd)
     try:
         pq.write_table(table, tmp, compression="zstd")

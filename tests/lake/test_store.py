@@ -19,6 +19,24 @@ def test_write_is_idempotent_per_run_and_batch(lake):
     assert not list((lake.tables_dir / "runs").glob(".tmp-*")), "no temporary file may be left behind"
 
 
+def test_readers_never_see_a_file_being_written(lake, monkeypatch):
+    """While a write's temporary file sits beside the table (before its rename), queries still work."""
+    import lake.store as store
+
+    lake.write("runs", [_run_row("a")], "run1", 0)
+    seen = []
+    real_replace = store.os.replace
+
+    def query_mid_write(src, dst):
+        seen.append(sorted(r["run_id"] for r in lake.query("SELECT run_id FROM runs")))
+        real_replace(src, dst)
+
+    monkeypatch.setattr(store.os, "replace", query_mid_write)
+    lake.write("runs", [_run_row("b")], "run1", 1)
+    assert seen == [["a"]]
+    assert sorted(r["run_id"] for r in lake.query("SELECT run_id FROM runs")) == ["a", "b"]
+
+
 def test_bad_rows_go_to_quarantine_and_the_rest_lands_once(lake):
     rows = [_run_row("good"), {"run_id": "bad", "flow": "x", "no_such_column": 1}, {"run_id": "bad2", "started_at": "not a time"}]
     lake.write("runs", rows, "run1", 0)
