@@ -9,6 +9,7 @@ or Ollama through FLYWHEEL_API_BASE):
   FLYWHEEL_API_KEY      key (default "sk-none", enough for local servers).
   FLYWHEEL_LLM_CACHE    cache directory (default <lake root>/llm_cache).
   FLYWHEEL_LLM_CONCURRENCY   calls in flight per (model, base URL) in this process (default 4).
+  FLYWHEEL_LLM_RPM      requests per minute per (model, base URL) in this process (default: no limit).
   FLYWHEEL_LLM_TIMEOUT  seconds per attempt (default 120); two retries follow a 5xx or a timeout.
   FLYWHEEL_FALLBACK_MODELS   comma-separated litellm model strings (same base URL and key) the Router
                         tries, in order, when the main model still fails after its retries.
@@ -41,6 +42,7 @@ _DATA_URL = re.compile(r"data:(image/[\w.+-]+);base64,([A-Za-z0-9+/=]+)")
 _LOCK = threading.Lock()
 _SEMAPHORES: dict[tuple[str, str | None], threading.BoundedSemaphore] = {}
 _ROUTERS: dict[LLMSettings, Any] = {}
+_NEXT_SLOT: dict[tuple[str, str | None], float] = {}  # endpoint -> monotonic time the next call may start
 _ROUTE = "flywheel"  # the Router's model group name
 
 
@@ -60,6 +62,7 @@ class LLMSettings:
     api_key: str = "sk-none"
     cache_dir: Path | None = None  # None: <lake root>/llm_cache
     concurrency: int = 4
+    requests_per_minute: float | None = None
     timeout: float = 120.0
     num_retries: int = 2
     fallback_models: tuple[str, ...] = ()
@@ -76,6 +79,7 @@ class LLMSettings:
             api_key=env("FLYWHEEL_API_KEY") or "sk-none",
             cache_dir=Path(env("FLYWHEEL_LLM_CACHE")) if env("FLYWHEEL_LLM_CACHE") else None,
             concurrency=int(env("FLYWHEEL_LLM_CONCURRENCY") or 4),
+            requests_per_minute=float(env("FLYWHEEL_LLM_RPM")) if env("FLYWHEEL_LLM_RPM") else None,
             timeout=float(env("FLYWHEEL_LLM_TIMEOUT") or 120),
             input_cost_per_token=cost("FLYWHEEL_LLM_INPUT_COST_PER_TOKEN"),
             output_cost_per_token=cost("FLYWHEEL_LLM_OUTPUT_COST_PER_TOKEN"),
@@ -159,6 +163,7 @@ class LLMClient:
         extra = {"tools": tools} if tools else {}
         t0 = time.monotonic()
         with _semaphore(self.settings):
+            _wait_for_rate(self.settings)
             try:
                 response = router.completion(model=_ROUTE, messages=messages, **extra, **params)
             except Exception as exc:  # litellm maps HTTP errors, timeouts and bad bodies to exceptions
@@ -251,6 +256,18 @@ def _semaphore(settings: LLMSettings) -> threading.BoundedSemaphore:
         if key not in _SEMAPHORES:
             _SEMAPHORES[key] = threading.BoundedSemaphore(max(1, settings.concurrency))
         return _SEMAPHORES[key]
+
+
+def _wait_for_rate(settings: LLMSettings) -> None:
+    """Spaces calls to one endpoint at least 60/rpm seconds apart, across every client in the process."""
+    if not settings.requests_per_minute:
+        return
+    key = (str(settings.model), settings.api_base)
+    with _LOCK:
+        now = time.monotonic()
+        start = max(now, _NEXT_SLOT.get(key, now))
+        _NEXT_SLOT[key] = start + 60.0 / settings.requests_per_minute
+    time.sleep(max(0.0, start - time.monotonic()))
 
 
 def _litellm() -> Any:

@@ -197,3 +197,24 @@ def test_a_failing_model_falls_back_to_the_next_one(tmp_path):
         result = LLMClient(s).complete(ask())
     assert result.ok and result.content == "from the fallback"
     assert [r["model"] for r in srv.requests][-1] == "secondary" and "primary" in [r["model"] for r in srv.requests]
+
+
+def test_a_rate_limit_spaces_calls_to_one_endpoint(tmp_path):
+    import time
+
+    class Clocked(FakeOpenAIServer):
+        arrivals: list[float] = []
+
+        def _next(self, body):
+            self.arrivals.append(time.monotonic())
+            return super()._next(body)
+
+    with Clocked() as srv:
+        srv.reply(*[{"content": f"answer {i}"} for i in range(3)])
+        s = LLMSettings(model="paced", api_base=srv.url, cache_dir=tmp_path / "c", timeout=5.0, requests_per_minute=120)
+        clients = [LLMClient(s), LLMClient(s)]  # the limit is per endpoint, shared by clients
+        started = time.monotonic()
+        for i in range(3):
+            assert clients[i % 2].complete(ask(f"q{i}")).ok
+    # 120 per minute: the third call may not start before two 0.5 s slots have passed (a lower bound only)
+    assert len(srv.arrivals) == 3 and srv.arrivals[2] - started >= 1.0
