@@ -79,6 +79,14 @@ def test_the_page_agent_reads_controls_and_the_record_from_the_source(todomvc):
     assert ("Completed", "#/completed") in page.filters
 
 
+def test_the_page_agent_reads_another_framework_of_the_same_package_alike(todomvc, tmp_path):
+    text = (FOLDER / "sandbox.toml").read_text().replace("examples/vanillajs", "examples/vue")
+    (tmp_path / "sandbox.toml").write_text(text.replace('"todos-vanillajs"', '"todos-vuejs"').replace('"todos"', '""'))
+    page = read_page(read_source(load_manifest(tmp_path)).files)  # Vue: the record template sits in the HTML
+    assert (page.entry, page.text_field, page.flag_field) == ("What needs to be done?", "title", "completed")
+    assert page.checkboxes_before_list == 1 and page.item_checkbox and not page.has_ids
+
+
 def test_candidates_inject_into_local_storage_and_judge_the_page_state(candidates):
     assert not candidates.notes
     assert len(candidates.candidates) == 10
