@@ -434,6 +434,17 @@ def _sandbox(args: argparse.Namespace) -> int:
     if not chosen:
         return 2
     try:
+        if chosen[0].start is not None and chosen[0].start.isolation == "container":
+            import time
+
+            from sandboxes.container import ContainerApp
+
+            with ContainerApp(chosen[0]) as app:
+                print(f"{app.manifest.name} is up at {app.base_url}/  (a container with no network; a shell in its "
+                      f"workspace: docker exec -it -w {app.workspace_dir} {app.container.short_id} sh); Ctrl-C stops it")
+                while app.healthy():
+                    time.sleep(1)
+            return 0
         with AppProcess(chosen[0]) as app:
             print(f"{app.manifest.name} is up at {app.base_url}/  (state: {app.state_path}); Ctrl-C stops it")
             app.proc.wait()

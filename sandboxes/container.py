@@ -214,6 +214,7 @@ class ContainerApp:
                 ensure_base_image(self.client)
         except DockerUnavailable as exc:
             raise SandboxError(f"{self.manifest.name}: {exc}") from None
+        self._remove_orphans()
         if self._rundir is None:
             self._rundir = Path(tempfile.mkdtemp(prefix=f"flywheel-{self.manifest.name}-"))
             run = self._rundir / "run"
@@ -246,7 +247,7 @@ class ContainerApp:
                 mem_limit=self.spec.mem_limit, memswap_limit=self.spec.mem_limit, pids_limit=self.spec.pids_limit,
                 nano_cpus=int(self.spec.cpus * 1e9), volumes=volumes,
                 environment={"HOME": "/tmp", "PYTHONDONTWRITEBYTECODE": "1"},
-                labels={"flywheel.sandbox": self.manifest.name},
+                labels={"flywheel.sandbox": self.manifest.name, "flywheel.owner": f"{socket.gethostname()}:{os.getpid()}"},
             )
             self._seed()
             self.container.start()
@@ -256,6 +257,17 @@ class ContainerApp:
             self.stop()
             raise SandboxError(f"{self.manifest.name}: the container would not start ({exc}); check [container] in sandbox.toml") from None
         self._wait_ready()
+
+    def _remove_orphans(self) -> None:
+        """Containers of this host's flywheel processes that died without closing them (killed runs)."""
+        host = socket.gethostname()
+        for c in self.client.containers.list(all=True, filters={"label": "flywheel.owner"}):
+            owner_host, _, pid = c.labels.get("flywheel.owner", "").rpartition(":")
+            if owner_host == host and pid.isdigit() and not _alive(int(pid)):
+                try:
+                    c.remove(force=True)
+                except Exception:  # another process is removing it too
+                    pass
 
     def _seed(self) -> None:
         """The workspace folder, owned by the container's user, with the seed's files when there is one."""
@@ -414,6 +426,16 @@ class ContainerApp:
         for rel in files:
             workspace_path(self.workspace_dir, rel)  # refuses paths that leave the workspace
         self.container.put_archive("/", self._tar(files))
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 class ContainerDriver:

@@ -288,3 +288,23 @@ def test_coverage_show_prints_the_areas_and_writes_a_picture(tmp_path):
     assert "0 of" in out.stdout and "`POST /addresses/new`" in out.stdout
     picture = tmp_path / "lake" / "reports" / "coverage-shop.svg"
     assert picture.read_text().startswith("<svg")
+
+
+def test_the_llm_rewrites_requests_but_never_loses_a_quoted_value(tmp_path, lake):
+    from flows.exploration.reverse import rewrite_with
+    from flywheel.llm import LLMClient, LLMSettings
+    from tests.doubles.openai_server import FakeOpenAIServer
+
+    ts = [_transition(_update("messages", {"id": 7, "is_starred": 1}, {"is_starred": [0, 1]}))]
+    with FakeOpenAIServer() as srv:  # TEST DOUBLE for a hosted model
+        srv.reply({"role": "assistant", "content": "Please star my email “Budget for May”."},
+                  {"role": "assistant", "content": "Star the budget email."})  # drops the quoted subject
+        client = LLMClient(LLMSettings(model="tiny", api_base=srv.url, cache_dir=tmp_path / "cache", timeout=5.0), lake=lake, run_id="r")
+        first = derive(ts, "mail", "abc", {"POST /messages/<>/star"}, INITIAL, rewrite=rewrite_with(client))
+        second = derive(ts, "mail", "abc2", {"POST /messages/<>/star"}, dict(INITIAL, messages={"columns": ["id", "subject"], "rows": {7: (7, "Budget for June")}}),
+                        rewrite=rewrite_with(client))
+        client.flush()
+    assert first[0].instruction == "Please star my email “Budget for May”." and first[0].provenance["rewritten"]
+    assert second[0].instruction == "Star the message “Budget for June”."  # the draft is kept
+    assert "Budget for May" in srv.requests[0]["messages"][1]["content"]
+    assert len(lake.query("SELECT * FROM llm_calls WHERE purpose = 'explore_request'")) == 2

@@ -3,6 +3,7 @@ and synthesize-tasks -> replay rollout -> judge -> mining on verified GUI + CLI 
 Without an engine the tests that need one are skipped, with the reason (and the fix) printed."""
 
 import json
+import os
 import re
 import socket
 import subprocess
@@ -62,6 +63,29 @@ def test_without_an_engine_starting_is_one_error_naming_the_fix(manifest, monkey
     monkeypatch.setattr("sandboxes.container.docker_client", unavailable)
     with pytest.raises(SandboxError, match=r"^workspace: no Docker engine answers.*scripts/start-docker"):
         ContainerApp(manifest).start()
+
+
+def test_containers_left_by_a_killed_run_are_removed_on_the_next_start(manifest):
+    needs_engine()
+    from sandboxes.docker_images import BASE_IMAGE, docker_client
+
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()  # its pid belongs to no process now
+    client = docker_client()
+    orphan = client.containers.run(BASE_IMAGE, ["sleep", "120"], detach=True, network_mode="none",
+                                   labels={"flywheel.owner": f"{socket.gethostname()}:{dead.pid}"})
+    mine = client.containers.run(BASE_IMAGE, ["sleep", "120"], detach=True, network_mode="none",
+                                 labels={"flywheel.owner": f"{socket.gethostname()}:{os.getpid()}"})
+    try:
+        with ContainerApp(manifest):
+            ids = {c.id for c in client.containers.list(all=True)}
+        assert orphan.id not in ids and mine.id in ids, "only containers of dead owners go"
+    finally:
+        for c in (orphan, mine):
+            try:
+                c.remove(force=True)
+            except Exception:
+                pass
 
 
 def test_the_container_runs_with_no_network_limits_and_no_privileges(app, manifest):
