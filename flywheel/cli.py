@@ -94,6 +94,30 @@ def main(argv: list[str] | None = None) -> int:
     cyc.add_argument("--sandbox", action="append", dest="sandboxes", metavar="NAME")
     cyc.add_argument("--count", type=int, default=40)
     cyc.add_argument("--episodes", type=int, default=1)
+    ex = run.add_parser(
+        "export-sft",
+        help="curated, quality-gated, versioned Parquet training data: exports/<name>/<version>/",
+        description="Select judged trajectories (pass; failed too with --negatives; never env_error or what reviewers "
+        "rejected), de-duplicate, balance, scrub PII, write zstd Parquet shards with a dataset card and manifest, "
+        "validate them with Great Expectations, and publish the version only if the gate passes. Output: --out, "
+        "else $FLYWHEEL_EXPORTS, else exports/ beside the lake.",
+    )
+    ex.add_argument("--name", required=True, help="dataset name, e.g. shop-sft")
+    ex.add_argument("--format", default="messages", choices=["messages", "action-rl"],
+                    help="messages: chat rows for SFT (TRL, LLaMA-Factory); action-rl: state, action, Ct Qt St Lt and reward per step")
+    ex.add_argument("--since", help="only trajectories recorded since this time (ISO 8601)")
+    ex.add_argument("--negatives", action="store_true", help="also export failed trajectories (column verdict = failed)")
+    per = ex.add_mutually_exclusive_group()
+    per.add_argument("--per-step", dest="per", action="store_const", const="step", help="one row per step (default)")
+    per.add_argument("--per-trajectory", dest="per", action="store_const", const="trajectory", help="one row per trajectory")
+    ex.add_argument("--images", default="embed", choices=["embed", "ref"], help="embed image bytes (default) or reference lake blobs")
+    ex.add_argument("--protocol", default="qwen-xml", choices=["qwen-xml", "openai"],
+                    help="assistant actions as Qwen computer_use <tool_call> XML (default) or OpenAI tool_calls")
+    ex.add_argument("--max-per-sandbox", type=int, help="balance: at most N trajectories per sandbox")
+    ex.add_argument("--max-per-family", type=int, help="balance: at most N trajectories per task family")
+    ex.add_argument("--max-per-difficulty", type=int, help="balance: at most N trajectories per difficulty")
+    ex.add_argument("--shard-mb", type=int, default=256, help="shard size cap in MB (default 256)")
+    ex.add_argument("--out", help="export root (default: $FLYWHEEL_EXPORTS, else exports/ beside the lake)")
 
     traj = sub.add_parser("trajectories", help="bring trajectories into the lake").add_subparsers(dest="traj_cmd", required=True)
     imp = traj.add_parser(
@@ -254,6 +278,8 @@ def _run_other(args: argparse.Namespace) -> int:
                           f"{s['verified_in_empty_areas']} of them in areas that had none")
         console.print(f"Report: {result['report']}")
         return 0 if any(not s["error"] for s in result["sandboxes"]) else 1
+    if args.flow == "export-sft":
+        return _export_sft(args, console, root)
     if args.flow == "judge":
         from flows.judging.flow import judge
 
@@ -265,6 +291,30 @@ def _run_other(args: argparse.Namespace) -> int:
     console.print(Markdown(result["markdown"]))
     console.print(f"Report: {result['report']}")
     return 0
+
+
+def _export_sft(args: argparse.Namespace, console, root: str) -> int:
+    from pydantic import ValidationError
+    from rich.markdown import Markdown
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from flows.sft_export import flow as export_flow
+    from flows.sft_export.config import ExportConfig
+
+    params = dict(name=args.name, format=args.format, per=args.per or "step", images=args.images, protocol=args.protocol,
+                  since=args.since, negatives=args.negatives, max_per_sandbox=args.max_per_sandbox,
+                  max_per_family=args.max_per_family, max_per_difficulty=args.max_per_difficulty)
+    try:  # bad options fail here, in one line, before Prefect starts
+        ExportConfig(**params, shard_bytes=args.shard_mb * 1024 * 1024)
+    except ValidationError as exc:
+        console.print(f"[red]error:[/] {'; '.join(e['msg'].removeprefix('Value error, ') for e in exc.errors())}")
+        return 2
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console) as progress:
+        export_flow.progress = progress
+        result = export_flow.export_sft(**params, shard_mb=args.shard_mb, out=args.out, lake_root=root)
+        export_flow.progress = None
+    console.print(Markdown(result["markdown"]))
+    return 1 if result["status"] == "gate_failed" else 0
 
 
 def _eval_mining(args: argparse.Namespace) -> int:

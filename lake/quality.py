@@ -49,6 +49,9 @@ def gate_export(folder: Path, manifest: dict[str, Any], pii_patterns: dict[str, 
 
 
 def _gx():
+    import logging
+
+    logging.getLogger("great_expectations").setLevel(logging.WARNING)  # no "created a temp docs site" lines
     try:
         import great_expectations as gx
     except ImportError as exc:  # pragma: no cover - a declared dependency
@@ -169,7 +172,7 @@ def _chunks(folder: Path, manifest: dict[str, Any], fmt: str) -> Iterator[tuple[
                      for name in TEXT_FIELDS["action-rl"]],
                     ignore_index=True,
                 )
-            yield rows, text
+            yield rows, text.drop_duplicates(ignore_index=True)  # the system prompt once, not once per row
 
 
 def _message_text(messages: pa.ListArray):

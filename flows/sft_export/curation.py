@@ -103,8 +103,8 @@ def connect(lake: Lake) -> duckdb.DuckDBPyConnection:
 
 
 def curate(lake: Lake, con: duckdb.DuckDBPyConnection, config: ExportConfig,
-           on_steps: Callable[[int], None] | None = None) -> Curation:
-    """Select, de-duplicate and balance; `on_steps(n)` reports progress of the de-duplication scan."""
+           on_steps: Callable[[int, int], None] | None = None) -> Curation:
+    """Select, de-duplicate and balance; `on_steps(n, total)` reports the de-duplication scan's progress."""
     if not lake.files("trajectories"):
         return Curation(kept=pl.DataFrame(), considered=0)
     rows = pl.from_arrow(con.sql(
@@ -228,6 +228,7 @@ def _group(reader: pa.RecordBatchReader) -> Iterator[tuple[str, list[dict[str, A
 
 def _dedup_keys(con, files, chosen: pl.DataFrame, on_steps) -> pl.DataFrame:
     tasks = dict(chosen.select("trajectory_id", "task_id").iter_rows())
+    total = int(chosen["steps"].sum()) if not chosen.is_empty() else 0
     out: list[tuple[str, str, str]] = []
     for tid, steps in stream_trajectories(con, files, chosen, ("trajectory_id", "step_index", "actions_json", "screenshot_sha")):
         exact = hashlib.sha256()
@@ -241,7 +242,7 @@ def _dedup_keys(con, files, chosen: pl.DataFrame, on_steps) -> pl.DataFrame:
         near = hashlib.sha256(f"{tasks[tid]}\x1d{chr(0x1f).join(tokens)}".encode()).hexdigest()
         out.append((tid, exact.hexdigest(), near))
         if on_steps:
-            on_steps(len(steps))
+            on_steps(len(steps), total)
     return pl.DataFrame(out, schema={"trajectory_id": pl.String, "exact_key": pl.String, "near_key": pl.String},
                         orient="row")
 

@@ -81,7 +81,8 @@ def export_sft(lake: Lake, config: ExportConfig, out: str | Path | None = None, 
     con = curation.connect(lake)
     try:
         scan = progress.add_task("curate: de-duplication scan", total=None) if progress else None
-        cur = curation.curate(lake, con, config, on_steps=(lambda n: progress.advance(scan, n)) if progress else None)
+        cur = curation.curate(lake, con, config,
+                              on_steps=(lambda n, total: progress.update(scan, advance=n, total=total)) if progress else None)
         folder = publish.start_build(name_dir)
         try:
             return _build(lake, con, config, cur, folder, name_dir, run_id, progress, t0)
@@ -130,11 +131,12 @@ def _build(lake, con, config, cur, folder: Path, name_dir: Path, run_id: str, pr
         result.status, result.version, result.path = "unchanged", latest, str(name_dir / latest)
         result.seconds = time.monotonic() - t0
         return result
-    if progress:
-        progress.add_task("quality gate (Great Expectations)", total=None)
+    gate_bar = progress.add_task("quality gate (Great Expectations)", total=None) if progress else None
     from lake.quality import gate_export
 
     gate = gate_export(folder, manifest, PII_PATTERNS, schema)
+    if progress:
+        progress.update(gate_bar, total=1, completed=1)
 
     (folder / "gate.json").write_text(json.dumps(gate, indent=1, sort_keys=True, default=str))
     card.write_card(folder, manifest, manifest_hash, gate)
