@@ -41,6 +41,7 @@ from sandboxes.actions import (
     Swipe,
     SystemButton,
     Tap,
+    Target,
     Terminate,
     Type,
     Wait,
@@ -180,6 +181,18 @@ def _release(key: tuple[str, int, str] | None) -> None:
 
 
 # ---- the driver -------------------------------------------------------------------------------------
+@dataclass
+class LocatedNode:
+    node: UINode
+
+    def bounding_box(self) -> dict[str, float]:
+        x1, y1, x2, y2 = self.node.bounds
+        return {"x": x1, "y": y1, "width": x2 - x1, "height": y2 - y1}
+
+    def is_checked(self) -> bool:
+        return self.node.checked
+
+
 class DeviceApp:
     """The app on the device, as a rollout sees a web app process: healthy / stop / start / log_tail."""
 
@@ -389,6 +402,15 @@ class AndroidDriver:
             screenshot=self.exec_out("screencap -p") if screenshot else None,
             screen_size=self.screen_size,
         )
+
+    # ---- targets, as the web driver offers them (flows/rollout/touch.py turns clicks into taps) ---
+    @property
+    def viewport(self) -> tuple[int, int]:
+        return self.screen_size
+
+    def locate(self, target: Target) -> LocatedNode:
+        """The node a target names on the current screen, with the web locator's box and checked state."""
+        return LocatedNode(find_target(self.hierarchy(), target))
 
     # ---- act ------------------------------------------------------------------------------------
     def act(self, action: Action) -> ActionResult:

@@ -3,6 +3,7 @@ the exact adb requests it sends, and that what comes back parses."""
 
 from __future__ import annotations
 
+import json
 import shlex
 import struct
 from pathlib import Path
@@ -80,9 +81,9 @@ def test_observe_sends_dumpsys_uiautomator_and_screencap_and_parses_them(adb, dr
     assert obs.screen_size == (1080, 2340)
     assert obs.screenshot[:8] == b"\x89PNG\r\n\x1a\n" and struct.unpack(">II", obs.screenshot[16:24]) == (1080, 2340)
     lines = obs.ui_tree.splitlines()
-    assert lines[0].startswith('- text "Notes" [ref=n')
+    assert lines[0].startswith('- text "Notes" [ref=n') and lines[1].startswith('- button "New note" [ref=n')
+    assert lines[2].startswith("- list [ref=n") and lines[-1].startswith('    - text "Personal" [ref=n')
     assert any(line.startswith('  - listitem "Groceries" [ref=n') for line in lines)
-    assert lines[-1].startswith('- button "New note" [ref=n')
     assert driver.observe(screenshot=False).screenshot is None
 
 
@@ -119,10 +120,10 @@ def test_semantic_targets_tap_the_centre_of_their_bounds_and_type_escaped_text(a
         {"action": "left_click", "target": {"role": "button", "name": "Save note"}},
     )
     assert new.ok and title.ok and pinned.ok and save.ok
-    # New note fills the bottom of the screen above the navigation bar: y 2054..2214 -> centre 2134
-    assert new.point == (500, 912)
+    # New note sits under the heading, below the status bar: y 244..404 -> centre 324
+    assert new.point == (500, 138)
     commands = sent(adb, driver.serial, mark)
-    assert "shell,v2:input tap 540 2134" in commands
+    assert "shell,v2:input tap 540 324" in commands
     assert "shell,v2:input text 'It'\"'\"'s%s5%so'\"'\"'clock%s&%s\"done\"'" in commands
     row = driver.probe(Probe("row", "sql", "SELECT title, pinned FROM notes ORDER BY id DESC LIMIT 1", (), "rows"))
     assert row == [["It's 5 o'clock & \"done\"", 1]]
@@ -330,3 +331,36 @@ def test_a_device_lost_mid_episode_ends_it_as_env_error_and_the_judge_agrees(adb
     assert len(cut.steps) == 2 and not cut.steps[1]["ok"] and "not found" in cut.steps[1]["error"]  # typed into a gone device
     verdict = judge_trajectory(cut.trajectory, task.to_row("verified", None, None, "r", None))
     assert verdict["verdict"] == "env_error"
+
+
+def test_touch_policy_replays_a_reference_as_taps_on_the_device(adb, driver, lake):
+    """flows/rollout/touch.py resolves targets through the driver (locate, viewport): the steps hold the
+    mobile actions a phone agent emits, and a sensitive tap is still reported as one."""
+    from flows.judging.judge import judge_trajectory
+    from flows.rollout.policies import ReplayPolicy
+    from flows.rollout.rollout import run_episode
+    from flows.rollout.touch import TouchPolicy
+    from flows.task_synthesis.task_spec import TaskSpec
+
+    task = TaskSpec(
+        sandbox="notes-android", source_commit="test", family="multi_step", app_area="notes",
+        instruction="Add a pinned note titled Rent, then delete the note Groceries.", params={}, seed=0, injection=[],
+        verifier={"template": "all_of", "params": {"checks": [
+            {"template": "row_exists", "params": {"table": "notes", "where": {"title": "Rent", "pinned": 1}}},
+            {"template": "row_absent", "params": {"table": "notes", "where": {"id": 1}}},
+        ]}},
+        reference=[
+            {"action": "left_click", "target": {"role": "button", "name": "New note"}},
+            {"action": "type", "target": {"label": "Title"}, "text": "Rent"},
+            {"action": "check", "target": {"label": "Pinned"}},
+            {"action": "left_click", "target": {"role": "button", "name": "Save note"}},
+            {"action": "left_click", "target": {"text": "Groceries"}},
+            {"action": "call_user", "reason": "This will delete (Delete note). Shall I go ahead?"},
+            {"action": "left_click", "target": {"role": "button", "name": "Delete note"}},
+        ],
+    )
+    episode = run_episode(driver, lake, task, {}, TouchPolicy(ReplayPolicy(), driver, "android"), 0, "r-touch")
+    turns = [[a["action"] for a in json.loads(s["actions_json"])] for s in episode.steps]
+    assert turns == [["tap"], ["tap", "type"], ["tap"], ["tap"], ["tap"], ["call_user"], ["tap"], ["terminate"]]
+    assert [s["sensitive"] for s in episode.steps][6] == "delete"
+    assert judge_trajectory(episode.trajectory, task.to_row("verified", None, None, "r", None))["verdict"] == "pass"
