@@ -385,8 +385,14 @@ class AndroidDriver:
             focus = app.group(1) if app else focus
         return focus
 
-    def hierarchy(self) -> UINode:
-        out = self.shell("uiautomator dump /dev/tty")
+    def hierarchy(self, attempts: int = 3) -> UINode:
+        """The screen's hierarchy; uiautomator refuses while the UI animates ("could not get idle
+        state"), so it is asked again after a pause, a few times."""
+        for attempt in range(attempts):
+            out = self.shell("uiautomator dump /dev/tty", check=False)
+            if "</hierarchy>" in out or attempt == attempts - 1:
+                break
+            time.sleep(max(self.settle_s, 0.05) * (attempt + 1))
         self._last_root = parse_hierarchy(out)
         return self._last_root
 

@@ -315,6 +315,7 @@ class FakeDevice:
         self.apps: dict[str, SimulatedNotesApp] = {}
         self.foreground_app: str | None = None
         self.dialog: str | None = None  # "Application Error" | "Application Not Responding"
+        self.busy_dumps = 0  # this many `uiautomator dump` calls fail as on a screen that never idles
         self.lock = threading.Lock()
         if app_source is not None:
             self.install(SimulatedNotesApp(app_source, self.root / "data" / "data" / SimulatedNotesApp.package, size))
@@ -380,6 +381,9 @@ class FakeDevice:
     def _cmd_uiautomator(self, args: list[str], _stdin: bytes) -> str | tuple[bytes, bytes, int]:
         if args[:1] != ["dump"]:
             return b"", b"usage: uiautomator dump [file]\n", 1
+        if self.busy_dumps:  # the UI is animating: uiautomator gives up, as it does on a device
+            self.busy_dumps -= 1
+            return b"ERROR: could not get idle state.\n", b"", 0
         target = args[1] if len(args) > 1 else "/sdcard/window_dump.xml"
         xml = self.hierarchy_xml()
         if target == "/dev/tty":

@@ -364,3 +364,28 @@ def test_touch_policy_replays_a_reference_as_taps_on_the_device(adb, driver, lak
     assert turns == [["tap"], ["tap", "type"], ["tap"], ["tap"], ["tap"], ["call_user"], ["tap"], ["terminate"]]
     assert [s["sensitive"] for s in episode.steps][6] == "delete"
     assert judge_trajectory(episode.trajectory, task.to_row("verified", None, None, "r", None))["verdict"] == "pass"
+
+
+def test_a_busy_screen_is_dumped_again_and_a_screen_that_never_idles_is_an_error(adb, driver):
+    adb.devices[driver.serial].busy_dumps = 2
+    mark = len(adb.requests)
+    assert '- button "New note"' in driver.observe(screenshot=False).ui_tree
+    assert sent(adb, driver.serial, mark).count("shell,v2:uiautomator dump /dev/tty") == 3
+    adb.devices[driver.serial].busy_dumps = 3
+    with pytest.raises(SandboxError, match="could not get idle state"):
+        driver.observe(screenshot=False)
+    adb.devices[driver.serial].busy_dumps = 3
+    (tap,) = act(driver, {"action": "left_click", "target": {"role": "button", "name": "New note"}})
+    assert not tap.ok and "could not get idle state" in tap.error
+
+
+def test_the_app_leaving_the_screen_is_unhealthy_unless_the_policy_left_it(adb, driver):
+    act(driver, {"action": "system_button", "button": "home"})
+    assert driver.health().ok, "the policy pressed home: its own doing, not the environment's"
+    act(driver, {"action": "open_app", "app": "org.flywheel.notes"})
+    assert driver.health().ok
+    device = adb.devices[driver.serial]
+    device.apps[PKG].stop()  # the app's process died without a dialog
+    device.foreground_app = None
+    health = driver.health()
+    assert not health.ok and "is not in the foreground" in health.detail
