@@ -80,6 +80,7 @@ class Transition:
     form_label: str = ""
     button: str = ""
     buttons: int = 1  # how many buttons the form has (the request names the one pressed when several)
+    submit: str = "button"  # how the form was submitted: button | enter | check
     net: dict[str, Any] = field(default_factory=dict)  # the change from a reset sandbox, path included
 
     @property
@@ -246,7 +247,7 @@ class Explorer:
         self._dirty |= bool(diff)
         revisit = state in self.states
         self._record(Transition(here, url, path, actions, state, to_url, diff, area, kind, revisit=revisit,
-                                fills=fills, form_label=form.label, button=button, buttons=len(live.buttons),
+                                fills=fills, form_label=form.label, button=button, buttons=len(live.buttons), submit=live.submit,
                                 net=self.reader.diff(self.initial, after)))
         if not revisit and node.depth < self.config.max_depth:
             self._register(state, to_url, path + actions, node.depth + 1, tree)

@@ -29,10 +29,11 @@ def derive(
     is the LLM rewriter, when one is configured; `expression` reads an in-page app's state."""
     out: dict[str, TaskSpec] = {}
     per: dict[str, int] = {}
+    reached = {_key(t.path + t.actions): t for t in transitions if t.outcome == "performed"}
     for t in transitions:
         if t.outcome != "performed" or t.area not in thin or per.get(t.area, 0) >= per_area:
             continue
-        spec = candidate(t, sandbox, source_commit, initial or {}, seed, expression)
+        spec = candidate(t, sandbox, source_commit, initial or {}, seed, expression, _lead_in(t, reached, initial or {}, expression))
         if spec is None or spec.task_id in out:
             continue
         if rewrite is not None:
@@ -45,8 +46,29 @@ def derive(
     return list(out.values())
 
 
+def _key(actions: list[dict[str, Any]]) -> str:
+    return json.dumps(actions, sort_keys=True)
+
+
+def _lead_in(t: Transition, reached: dict[str, Transition], initial: dict[str, Any], expression: str | None) -> list[str]:
+    """What the steps of a transition's path did, said in order (its path reached a page by submitting
+    forms: the request must ask for those steps too)."""
+    parts: list[str] = []
+    seen = 0
+    while len(t.path) > 1 and seen < 5:
+        parent = reached.get(_key(t.path))
+        if parent is None:
+            break
+        picked = verifier_for(parent, expression)
+        family = picked[0] if picked else "create"
+        parts.insert(0, _request(parent, family, _subject(_path(parent.from_url), initial) if family != "search" else None))
+        t, seen = parent, seen + 1
+    return parts
+
+
 def candidate(
     t: Transition, sandbox: str, source_commit: str, initial: dict[str, Any], seed: int = 0, expression: str | None = None,
+    lead_in: list[str] | None = None,
 ) -> TaskSpec | None:
     if not t.actions or t.actions[-1].get("action") == "goto":
         return None  # navigation alone is not a task; its page's forms are
@@ -58,6 +80,9 @@ def candidate(
     reference = [*t.path, *t.actions]
     subject = _subject(page, initial) if family != "search" else None
     instruction = _request(t, family, subject)
+    if lead_in:
+        steps = [p.rstrip(".") for p in lead_in] + [instruction.rstrip(".")]
+        instruction = _sentence(", then ".join(x[:1].lower() + x[1:] if i else x for i, x in enumerate(steps)))
     params = {"origin": "explore", "area": t.area, "page": page, "actions": t.actions, "verifier": verifier, "change": change}
     area = page.strip("/").split("/")[0].split("?")[0] or "home"
     return TaskSpec(
@@ -221,6 +246,9 @@ def _request(t: Transition, family: str, subject: tuple[str, str] | None) -> str
         label, value = next(iter(fills.items()))
         owner = f"of {the}" if the else ""
         return _sentence(f"change the {label.casefold()} {owner} to {quote(value)}")
+    if t.submit == "enter" and len(fills) == 1:
+        label, value = next(iter(fills.items()))
+        return _sentence(f"enter {quote(value)} in {quote(label)}")
     if family == "search":
         the = ""
     phrase = (t.button if t.buttons > 1 or not t.form_label else t.form_label).strip()

@@ -308,3 +308,20 @@ def test_the_llm_rewrites_requests_but_never_loses_a_quoted_value(tmp_path, lake
     assert second[0].instruction == "Star the message “Budget for June”."  # the draft is kept
     assert "Budget for May" in srv.requests[0]["messages"][1]["content"]
     assert len(lake.query("SELECT * FROM llm_calls WHERE purpose = 'explore_request'")) == 2
+
+
+def test_a_transition_reached_through_earlier_submissions_asks_for_them_too():
+    typed = {"What needs to be done?": "Buy milk"}
+    add = Transition("s0", "http://h/", [{"action": "goto", "url": "/"}],
+                     [{"action": "type", "target": {"role": "textbox", "name": "What needs to be done?"}, "text": "Buy milk"},
+                      {"action": "key", "keys": ["Enter"]}], "s1", "http://h/", {"page_state": {}}, "form A", fills=typed,
+                     submit="enter", net={"page_state": {"before": [], "after": [{"title": "Buy milk", "completed": False}]}})
+    mark = Transition("s1", "http://h/", add.path + add.actions, [{"action": "left_click", "target": {"role": "checkbox", "name": "Mark all as complete"}}],
+                      "s2", "http://h/", {"page_state": {}}, "form B", button="Mark all as complete", submit="check",
+                      net={"page_state": {"before": [], "after": [{"title": "Buy milk", "completed": True}]}})
+    first, second = derive([add, mark], "todomvc", "c", {"form A", "form B"}, {}, expression="app.state")
+    assert first.instruction == "Enter “Buy milk” in “What needs to be done?”."
+    assert second.instruction == "Enter “Buy milk” in “What needs to be done?”, then mark all as complete."
+    assert second.reference == [*add.path, *add.actions, *mark.actions]
+    assert second.verifier["template"] == "js_state_matches"
+    assert second.verifier["params"]["where"] == {"title": "Buy milk", "completed": True}
