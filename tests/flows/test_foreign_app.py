@@ -76,6 +76,7 @@ def test_the_page_agent_reads_controls_and_the_record_from_the_source(todomvc):
     assert page.named_checkboxes == ["Mark all as complete"]
     assert (page.text_field, page.flag_field) == ("title", "completed")
     assert page.checkboxes_before_list == 1 and page.item_checkbox and page.edits_on_dblclick
+    assert page.remove_button == "✖"  # an empty button whose stylesheet draws its name
     assert ("Completed", "#/completed") in page.filters
 
 
@@ -90,7 +91,7 @@ def test_the_page_agent_reads_another_framework_of_the_same_package_alike(todomv
 def test_candidates_inject_into_local_storage_and_judge_the_page_state(candidates):
     assert not candidates.notes
     assert len(candidates.candidates) == 10
-    assert {c.family for c in candidates.candidates} >= {"create", "update", "multi_step", "search"}
+    assert {c.family for c in candidates.candidates} >= {"create", "update", "delete", "multi_step", "search"}
     assert [s.kind for s in candidates.skills] == ["local_storage"]
     templates = {c.verifier["template"] for c in candidates.candidates}
     assert "js_state_matches" in templates

@@ -53,6 +53,7 @@ class PageModel:
     item_checkbox: bool = False  # each rendered record has a checkbox
     edits_on_dblclick: bool = False
     appends: bool = False  # new records go to the end of the list
+    remove_button: str | None = None  # a record's own delete button, by its accessible name (e.g. "✖")
 
 
 class _PageParser(HTMLParser):
@@ -124,11 +125,25 @@ def read_page(files: dict[str, str]) -> PageModel:
     model.item_checkbox = parser.list_template_checkbox or bool(re.search(r"""type=\\?["']?checkbox""", scripts))
     model.edits_on_dblclick = "dblclick" in scripts or "dblclick" in page
     model.appends = ".push(" in scripts
+    model.remove_button = _remove_button(scripts + page, "\n".join(t for p, t in files.items() if p.endswith(".css")))
     return model
 
 
 def _vendor(path: str) -> bool:
     return any(part in VENDOR_DIRS for part in path.split("/")[:-1])
+
+
+def _remove_button(scripts: str, css: str) -> str | None:
+    """A record template's empty button whose class says it removes the record (destroy, delete,
+    remove); its visible name comes from the stylesheet (`.destroy:after { content: '✖' }`)."""
+    for cls in re.findall(r"""<button\s+class=\\?["']([\w-]+)\\?["'][^>]*>\s*</button>""", scripts):
+        if not re.search(r"destroy|delete|remove", cls, flags=re.I):
+            continue
+        rule = rf"""\.{re.escape(cls)}:{{1,2}}(?:after|before)\s*\{{[^}}]*content:\s*['"]([^'"]+)['"]"""
+        named = re.search(rule, css)
+        if named:
+            return named.group(1)
+    return None
 
 
 def _record_fields(scripts: str) -> tuple[str | None, str | None]:
@@ -187,6 +202,8 @@ class _Composer:
         out = [self.add]
         if m.item_checkbox and m.flag_field:
             out += [self.complete, self.add_and_complete] if m.appends else [self.complete]
+        if m.remove_button:
+            out.append(self.remove)
         if m.edits_on_dblclick:
             out.append(self.rename)
         if m.named_checkboxes and m.flag_field:
@@ -243,6 +260,17 @@ class _Composer:
             seed, records, verifier,
             [{"action": "double_click", "target": {"text": old}}, {"action": "key", "keys": ["Control", "a"]},
              {"action": "type", "text": new, "clear": False}, {"action": "key", "keys": ["Enter"]}],
+        )
+
+    def remove(self, rng: random.Random, seed: int) -> TaskSpec:
+        records = self._records(rng, rng.randint(2, 4), done_share=0.3)
+        title = records[rng.randrange(len(records))][self.m.text_field]
+        return self._spec(
+            "delete", f"Delete “{title}” from my {self.noun}s.", {"remove": title, "existing": records}, seed, records,
+            self._where({self.m.text_field: title}, 0),
+            # pointing at the record first: its delete button shows on hover
+            [{"action": "left_click", "target": {"text": title}},
+             {"action": "left_click", "target": {"role": "button", "name": self.m.remove_button}}],
         )
 
     def complete_all(self, rng: random.Random, seed: int) -> TaskSpec:
