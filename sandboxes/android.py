@@ -347,13 +347,21 @@ class AndroidDriver:
                     self.shell(f"run-as {self.package} sqlite3 {self.spec.db_path} {shlex.quote(render_sql(stmt, args))}")
             elif skill.kind == "file":  # {"path": "files/x.json", "content": "...{arg}..."}
                 self._write_app_file(skill.spec["path"], skill.spec["content"].format(**args).encode())
-            elif skill.kind == "intent":  # {"command": "broadcast|start", "action": "...", "extras": {"k": "{arg}"}}
-                extras = " ".join(
-                    f"{_extra_flag(v)} {shlex.quote(k)} {shlex.quote(str(v).format(**args) if isinstance(v, str) else str(v).lower())}"
-                    for k, v in skill.spec.get("extras", {}).items()
-                )
-                cmd = skill.spec.get("command", "broadcast")
-                self.shell(f"am {cmd} -a {shlex.quote(skill.spec['action'])} -p {self.package} {extras}".strip())
+            elif skill.kind == "intent":  # {"command": "start|broadcast", "component": ".X", "action": "...",
+                #                                "extras": [["--el", "note_id", "{id}"], ...]} (am's own extra flags)
+                command = skill.spec.get("command", "start")
+                parts = ["am", command, *(["-W"] if command == "start" else [])]
+                if skill.spec.get("component"):
+                    parts += ["-n", f"{self.package}/{skill.spec['component']}"]
+                if skill.spec.get("action"):
+                    parts += ["-a", skill.spec["action"], "-p", self.package]
+                for flag, key, value in skill.spec.get("extras", []):
+                    if flag not in ("--es", "--ei", "--el", "--ez", "--ef"):
+                        raise InjectionError(f"skill {skill.name}: unknown extra flag {flag!r} (--es, --ei, --el, --ez, --ef)")
+                    parts += [flag, key, str(value).format(**args)]
+                self.shell(" ".join(shlex.quote(x) for x in parts))
+                self._settle()
+                return  # the intent put the app where it should be; no relaunch
             elif skill.kind == "content":  # {"uri": "content://...", "values": {"col": "{arg}"}}
                 binds = " ".join(
                     f"--bind {shlex.quote(k)}:{'i' if isinstance(v, int) else 's'}:{shlex.quote(str(v).format(**args))}"
@@ -592,14 +600,6 @@ class AndroidDriver:
         if self._package_of(focus) != self.package and not self._left_app:
             return Health(False, f"{self.package} is not in the foreground on {self.serial} ({focus or 'nothing'} is)")
         return Health(True)
-
-
-def _extra_flag(value: Any) -> str:
-    if isinstance(value, bool):
-        return "--ez"
-    if isinstance(value, int):
-        return "--ei"
-    return "--es"
 
 
 def parse_content_rows(out: str) -> list[dict[str, str]]:

@@ -466,9 +466,16 @@ class FakeDevice:
             if app is None:
                 return f"Starting: Intent {{ cmp={component} }}\nError type 3\nError: Activity class {{{component}}} does not exist.\n"
             activity = package + activity if activity.startswith(".") else activity
-            app.start(None if activity == app.launcher else activity)  # the launcher activity: bring the task to front
+            extras = {args[i + 1]: int(args[i + 2]) if args[i] in ("--ei", "--el") else args[i + 2]
+                      for i in range(len(args) - 2) if args[i] in ("--es", "--ei", "--el")}
+            if activity == app.launcher and not extras:
+                app.start()  # the launcher activity: bring the task to front
+            else:
+                app.start(activity, extras)
             self.foreground_app = package
             return f"Starting: Intent {{ act=android.intent.action.MAIN cat=[android.intent.category.LAUNCHER] cmp={component} }}\nStatus: ok\nLaunchState: COLD\nActivity: {component}\nWaitTime: 312\nComplete\n"
+        if args[:1] == ["broadcast"]:
+            return "Broadcasting: Intent { flg=0x400000 }\nBroadcast completed: result=0\n"
         return b"", f"am: unknown command {' '.join(args)}\n".encode(), 1
 
     def _cmd_monkey(self, args: list[str], _stdin: bytes) -> str:
@@ -517,18 +524,23 @@ class FakeDevice:
         return b"", f"run-as: {cmd[:1]}: not supported by this fake\n".encode(), 1
 
     def _cmd_content(self, args: list[str], _stdin: bytes) -> str | tuple[bytes, bytes, int]:
-        """`content query --uri content://org.flywheel.notes/notes [--where ...]`: rows as the tool prints them."""
-        if args[:1] != ["query"] or "--uri" not in args:
-            return b"", b"usage: content query --uri <URI> [--projection ...] [--where ...]\n", 1
+        """`content query|insert --uri content://org.flywheel.notes.provider/notes ...` (the app's NotesProvider)."""
+        if args[:1] not in (["query"], ["insert"]) or "--uri" not in args:
+            return b"", b"usage: content query|insert --uri <URI> [--where ...] [--bind COL:TYPE:VALUE ...]\n", 1
         uri = args[args.index("--uri") + 1]
-        m = re.fullmatch(r"content://([\w.]+)/(\w+)", uri)
+        m = re.fullmatch(r"content://([\w.]+)\.provider/(\w+)", uri)
         app = self.apps.get(m.group(1)) if m else None
         if app is None:
-            return b"", f"Error while accessing provider:{uri}\n".encode(), 1
-        sql = f"SELECT * FROM {m.group(2)}"
-        if "--where" in args:
-            sql += " WHERE " + args[args.index("--where") + 1]
+            return b"", f"Error while accessing provider:{uri}\njava.lang.IllegalArgumentException: Unknown authority\n".encode(), 1
         with app._db() as con:
+            if args[0] == "insert":
+                binds = [args[i + 1].split(":", 2) for i in range(len(args) - 1) if args[i] == "--bind"]
+                values = {col: int(v) if kind in ("i", "l") else v for col, kind, v in binds}
+                con.execute(f"INSERT INTO {m.group(2)} ({', '.join(values)}) VALUES ({', '.join('?' * len(values))})", list(values.values()))
+                return ""
+            sql = f"SELECT * FROM {m.group(2)}"
+            if "--where" in args:
+                sql += " WHERE " + args[args.index("--where") + 1]
             rows = [dict(r) for r in con.execute(sql)]
         if not rows:
             return "No result found.\n"

@@ -191,7 +191,7 @@ def test_inject_runs_sql_through_run_as_and_probes_read_it_back(adb, driver):
     assert driver.probe(Probe("rows", "sql", "SELECT id, folder FROM notes WHERE folder = ?", ("Home",), "rows")) == [[900001, "Home"]]
     assert "Pay rent" in driver.probe(Probe("text", "page_text"))
     assert driver.probe(Probe("url", "url")) == f"android-app://{PKG}/.NotesListActivity"
-    rows = driver.probe(Probe("provider", "content", f"content://{PKG}/notes", ("id = 900001",)))
+    rows = driver.probe(Probe("provider", "content", f"content://{PKG}.provider/notes", ("id = 900001",)))
     assert rows == [{"id": "900001", "title": "Pay rent", "body": "Landlord's account", "folder": "Home", "pinned": "0", "created_on": "2026-11-20"}]
     assert driver.probe(Probe("file", "file", "databases/notes.db"))[:15] == "SQLite format 3"
     with pytest.raises(InjectionError, match="no such table"):
@@ -389,3 +389,40 @@ def test_the_app_leaving_the_screen_is_unhealthy_unless_the_policy_left_it(adb, 
     device.foreground_app = None
     health = driver.health()
     assert not health.ok and "is not in the foreground" in health.detail
+
+
+def test_files_prefs_intents_and_the_content_provider(adb, driver):
+    prefs = Skill("sort_prefs", "notes-android", "file", "sort order", {
+        "path": "shared_prefs/settings.xml",
+        "content": "<?xml version='1.0' encoding='utf-8' standalone='yes' ?><map><string name=\"sort\">{sort}</string>"
+                   "<boolean name=\"compact\" value=\"true\" /><int name=\"font\" value=\"14\" /></map>",
+    })
+    mark = len(adb.requests)
+    driver.inject(prefs, {"sort": "title"})
+    assert sent(adb, driver.serial, mark)[0] == (
+        f"exec:run-as {PKG} sh -c 'mkdir -p shared_prefs && cat > shared_prefs/settings.xml'"
+    )
+    assert driver.probe(Probe("prefs", "prefs", "settings")) == {"sort": "title", "compact": True, "font": 14}
+
+    add = Skill("add_by_provider", "notes-android", "content", "add a note through NotesProvider", {
+        "uri": f"content://{PKG}.provider/notes",
+        "values": {"id": "{id}", "title": "{title}", "created_on": "2026-11-02"},
+    })
+    mark = len(adb.requests)
+    driver.inject(add, {"id": 900002, "title": "Call Mum"})
+    assert sent(adb, driver.serial, mark)[0] == (
+        f"shell,v2:content insert --uri content://{PKG}.provider/notes "
+        "--bind id:s:900002 --bind title:s:'Call Mum' --bind created_on:s:2026-11-02"
+    )
+    assert driver.probe(Probe("n", "sql", "SELECT title FROM notes WHERE id = 900002")) == "Call Mum"
+
+    open_note = Skill("open_note", "notes-android", "intent", "open one note's page", {
+        "command": "start", "component": ".NoteActivity", "extras": [["--el", "note_id", "{id}"]],
+    })
+    mark = len(adb.requests)
+    driver.inject(open_note, {"id": 900002})
+    assert sent(adb, driver.serial, mark) == [f"shell,v2:am start -W -n {PKG}/.NoteActivity --el note_id 900002"]
+    obs = driver.observe(screenshot=False)
+    assert obs.url == f"android-app://{PKG}/.NoteActivity" and '- text "Call Mum"' in obs.ui_tree
+    with pytest.raises(InjectionError, match="unknown extra flag"):
+        driver.inject(Skill("bad", "notes-android", "intent", "", {"extras": [["--eu", "x", "1"]]}), {})
