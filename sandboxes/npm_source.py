@@ -15,12 +15,15 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from sandboxes.app_process import SandboxError
+
 FETCH_TIMEOUT_S = 300
 _SPEC = re.compile(r"(?P<name>(@[a-z0-9][\w.-]*/)?[a-z0-9][\w.-]*)@(?P<version>\d+\.\d+\.\d+[\w.+-]*)")
 
 
-class SourceFetchError(Exception):
-    """The npm source cannot be had; the message names the problem and the fix."""
+class SourceFetchError(SandboxError):
+    """The npm source cannot be had; the message names the problem and the fix. A SandboxError, so
+    every flow reports it for that sandbox and goes on with the others."""
 
 
 @dataclass(frozen=True)
