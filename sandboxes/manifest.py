@@ -59,7 +59,7 @@ class StateSpec(_Strict):
     kind: Literal["sqlite", "http_json", "js", "local_storage", "files"]
     path: str | None = None
     expression: str | None = None  # js: a JS expression whose (JSON) value is the app's state
-    key: str | None = None  # local_storage: the key the app keeps its state under
+    key: str | None = None  # local_storage: the key the app keeps its state under (js: where injections write)
     items: str = ""  # local_storage: dotted path to the records inside the stored JSON ("" = the value itself)
 
     @model_validator(mode="after")

@@ -128,6 +128,28 @@ def test_the_gate_verifies_them_in_the_live_app_and_rejects_wrong_ones(todomvc, 
     assert (done_before.status, done_before.reason) == ("rejected", "passes_initially")
 
 
+DOM_STATE = (
+    "Array.from(document.querySelectorAll('#todo-list li')).map(li => "
+    "({title: li.querySelector('label').textContent, completed: li.classList.contains('completed')}))"
+)
+
+
+@pytest.mark.browser
+def test_a_js_expression_over_the_rendered_page_is_the_state_probe(todomvc, tmp_path):
+    """state kind "js": the verifiers read what the page renders, not what it stored."""
+    from sandboxes.drivers import open_driver
+
+    text = (FOLDER / "sandbox.toml").read_text().replace('kind = "local_storage"', f'kind = "js"\nexpression = "{DOM_STATE}"')
+    (tmp_path / "sandbox.toml").write_text(text)
+    manifest = load_manifest(tmp_path)
+    out = get_agent("static").synthesize(SynthesisRequest(manifest, read_source(manifest), None, 7, 1))
+    skills = {s.name: s for s in out.skills}
+    assert {c.verifier["params"].get("expression") for c in out.candidates if c.verifier["template"] == "js_state_matches"} == {DOM_STATE}
+    with open_driver(manifest) as driver:
+        results = [ValidationGate(driver, skills).validate(c) for c in out.candidates]
+    assert sum(r.status == "verified" for r in results) >= 6, [(r.reason, r.detail) for r in results]
+
+
 @pytest.mark.browser
 @pytest.mark.slow
 def test_synthesize_tasks_lands_verified_pairs_pinned_to_the_tarball(todomvc, prefect_harness, tmp_path):

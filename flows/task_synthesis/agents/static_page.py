@@ -169,7 +169,7 @@ class StaticPageAgent:
         missing = [what for what, ok in (
             ("a text field to add records", model.entry),
             ("the record's text and flag fields (an object literal with a `false` field)", model.text_field),
-            ("a localStorage key in sandbox.toml (state.key) to inject records", state.kind == "local_storage"),
+            ("a localStorage key in sandbox.toml (state.key) to inject records", state.key),
         ) if not ok]
         if missing or expression is None:
             out.notes.append(
