@@ -68,8 +68,14 @@ SHOP_SCRIPT = [
         propose("create", "peek", {"label": "Boathouse 7", "judge": "peek"}),
         propose("create", "any_address", {"label": "Boathouse 7", "judge": "any"}),
     ),
+    lambda body: calls(("validate_task", {"task_id": proposed(body)[1]})),
     calls(("submit", {"summary": "four pairs on the address form"})),
 ]
+
+
+def proposed(body: dict) -> list[str]:
+    """The task ids the tools reported so far, read from the conversation as a model would."""
+    return re.findall(r"proposed (shop-\S+)", " ".join(m.get("content") or "" for m in body["messages"] if m["role"] == "tool"))
 
 
 @pytest.fixture
@@ -89,6 +95,7 @@ def request(shop_manifest, shop_app, lake, count: int = 10) -> SynthesisRequest:
                             run_id="r1")
 
 
+@pytest.mark.browser
 def test_the_loop_turns_bad_tool_calls_into_messages_and_keeps_everything(server, shop_manifest, shop_app, lake, tmp_path):
     server.fault_at(1, "status").fault_at(3, "garbage").fault_at(5, "sleep", seconds=8)
     out = LLMAgent(settings(server, tmp_path)).synthesize(request(shop_manifest, shop_app, lake))
@@ -99,7 +106,7 @@ def test_the_loop_turns_bad_tool_calls_into_messages_and_keeps_everything(server
     assert out.candidates[0].provenance["agent"] == "llm" and out.candidates[0].provenance["model"] == "openai/scripted-coder"
     # the 500, the garbled body and the timeout were retried: steps 1, 3 and 5 were asked twice
     steps = [ScriptedAgentServer.position(b) for b in server.requests]
-    assert steps == [0, 1, 1, 2, 3, 3, 4, 5, 5, 6, 7]
+    assert steps == [0, 1, 1, 2, 3, 3, 4, 5, 5, 6, 7, 8]
 
     rows = lake.query("SELECT * FROM agent_transcripts ORDER BY turn")
     errors = {r["tool_name"]: r["error"] for r in rows if r["role"] == "tool" and r["error"]}
@@ -110,8 +117,13 @@ def test_the_loop_turns_bad_tool_calls_into_messages_and_keeps_everything(server
     # what the model was told about its mistakes went back over HTTP
     assert any("error: arguments of write_skill are not valid JSON" in m.get("content", "")
                for m in server.requests[-1]["messages"] if m["role"] == "tool")
+    # the agent ran the gate itself on its code-verified pair, in a live sandbox, before submitting
+    validated = json.loads(next(r["content"] for r in rows if r["tool_name"] == "validate_task"))
+    assert validated["status"] == "verified" and [c["check"] for c in validated["checks"]] == [
+        "initial", "reference", "repeat", "truncated"]
+    assert validated["checks"][1]["evidence"] == {"initial": {"n": 0}, "final": {"n": 1}}
     calls_rows = lake.query("SELECT purpose, cache_hit, error, prompt_tokens FROM llm_calls")
-    assert len(calls_rows) == 8 and all(r["purpose"] == "agent" and r["error"] is None for r in calls_rows)
+    assert len(calls_rows) == 9 and all(r["purpose"] == "agent" and r["error"] is None for r in calls_rows)
 
 
 def test_a_model_that_stays_down_ends_the_session_with_a_note(server, shop_manifest, shop_app, lake, tmp_path):
@@ -130,6 +142,7 @@ def test_budgets_stop_the_loop(server, shop_manifest, shop_app, lake, tmp_path):
     assert "token" in out.notes[0] and len(server.requests) == 3  # step 0 again: answered from the cache
 
 
+@pytest.mark.browser
 def test_the_candidate_budget_is_enforced(server, shop_manifest, shop_app, lake, tmp_path):
     out = LLMAgent(settings(server, tmp_path)).synthesize(request(shop_manifest, shop_app, lake, count=2))
     assert len(out.candidates) == 2
@@ -156,7 +169,7 @@ def test_synthesize_tasks_with_the_llm_agent_through_the_cli(server, tmp_path):
     first = flywheel(lake_root, server, "--sandbox", "shop")
     assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
     sent = len(server.requests)
-    assert sent == 10  # eight steps, a 500 and a timeout retried once each
+    assert sent == 11  # nine steps, a 500 and a timeout retried once each
 
     con = duckdb.connect(str(lake_root / "catalog.duckdb"), read_only=True)
     tasks = dict(con.execute("SELECT json_extract_string(params_json, '$.judge'), status || ':' || coalesce(reason, '') "
@@ -165,7 +178,7 @@ def test_synthesize_tasks_with_the_llm_agent_through_the_cli(server, tmp_path):
     (skill,) = con.execute("SELECT name, kind, agent FROM skills").fetchall()
     assert skill == ("add_shed", "python", "llm")
     assert con.execute("SELECT count(*) FROM agent_transcripts WHERE error IS NOT NULL").fetchone()[0] == 2
-    assert con.execute("SELECT count(*), sum(cache_hit::int) FROM llm_calls").fetchone() == (8, 0)
+    assert con.execute("SELECT count(*), sum(cache_hit::int) FROM llm_calls").fetchone() == (9, 0)
     provenance = json.loads(con.execute("SELECT provenance_json FROM tasks LIMIT 1").fetchone()[0])
     assert provenance["agent"] == "llm" and provenance["synthesiser_version"] == "llm-1"
     con.close()
@@ -175,7 +188,7 @@ def test_synthesize_tasks_with_the_llm_agent_through_the_cli(server, tmp_path):
     assert len(server.requests) == sent, "a re-run makes zero HTTP requests"
     con = duckdb.connect(str(lake_root / "catalog.duckdb"), read_only=True)
     assert con.execute("SELECT count(*) FROM tasks_history").fetchone()[0] == 4  # nothing new
-    assert con.execute("SELECT count(*), sum(cache_hit::int) FROM llm_calls").fetchone() == (16, 8)
+    assert con.execute("SELECT count(*), sum(cache_hit::int) FROM llm_calls").fetchone() == (18, 9)
     con.close()
 
 

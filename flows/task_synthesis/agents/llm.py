@@ -32,8 +32,9 @@ and write training tasks that a person could ask for, each with:
 - a reference solution: the actions a person takes through the real UI (goto, left_click, type, ...),
   naming targets by role and visible name or by field label.
 A validation gate replays every pair in a live sandbox: the verifier must fail after injection, pass after
-the reference solution (twice), and fail when the last action is dropped. Code you write runs isolated,
-with no network and no files outside its work dir. Use the tools; call submit when done."""
+the reference solution (twice), and fail when the last action is dropped (validate_task runs it for you
+before you submit). Code you write runs isolated, with no network and no files outside its work dir.
+Use the tools; call submit when done."""
 
 
 @dataclass(frozen=True)
@@ -68,7 +69,10 @@ class LLMAgent:
         log = _Transcript(request, client.model, run_id)
         for m in messages:
             log.add(m["role"], m["content"])
-        notes = self._loop(client, bench, messages, log)
+        try:
+            notes = self._loop(client, bench, messages, log)
+        finally:
+            bench.close()
         client.flush(f"agent-{request.manifest.name}")
         if lake is not None:
             lake.write("agent_transcripts", log.rows, run_id, request.manifest.name)

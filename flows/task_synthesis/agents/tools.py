@@ -73,6 +73,9 @@ SPECS: list[dict[str, Any]] = [
     _fn("run_in_sandbox", "Apply a skill to a scratch copy of the app's state and/or judge a verifier on it "
         "(SQL probes; the state after injection is both initial and final, so a sound verifier fails here).",
         {"skill": _S, "args": _O, "verifier": _S}, []),
+    _fn("validate_task", "Run the validation gate on a proposed task now, in a live sandbox (reset, inject, "
+        "replay the reference through the browser, judge, repeat, truncate): the outcome and every check with "
+        "its evidence, so you can fix the pair before you submit.", {"task_id": _S}, ["task_id"]),
     _fn("retire_task", "Retire a stored pair that the new commit broke or made meaningless.",
         {"task_id": _S, "reason": _S}, ["task_id", "reason"]),
     _fn("submit", "Finish: everything proposed goes to the validation gate.", {"summary": _S}, []),
@@ -94,6 +97,12 @@ class Workbench:
     candidates: dict[str, TaskSpec] = field(default_factory=dict)
     retired: list[dict[str, Any]] = field(default_factory=list)
     submitted: str | None = None
+    session: Any = None  # a live driver session, opened by the first validate_task
+
+    def close(self) -> None:
+        if self.session is not None:
+            self.session.close()
+            self.session = None
 
     @property
     def sandbox(self) -> str:
@@ -321,6 +330,25 @@ class Workbench:
         except GeneratedCodeFailed as exc:
             return {"probes": values, "code_failed": exc.gate_reason("bad_verifier"), "detail": str(exc)[:500]}
         return {"probes": values, "passed": verdict.passed, "reason": verdict.reason}
+
+    def _validate_task(self, task_id: str) -> str:
+        from flows.task_synthesis.gate import ValidationGate
+        from sandboxes.app_process import SandboxError
+        from sandboxes.drivers import open_driver
+
+        spec = self.candidates.get(task_id)
+        if spec is None:
+            raise ToolError(f"no proposed task {task_id!r}; proposed: {', '.join(self.candidates) or 'none'}")
+        try:
+            if self.session is None:
+                self.session = open_driver(self.request.manifest)
+            result = ValidationGate(self.session.driver, self.stored_skills | self.skills).validate(spec)
+        except SandboxError as exc:
+            raise ToolError(f"the live sandbox failed: {exc}") from None
+        checks = [{"check": c.check, "passed": c.passed, "expected": c.expected, "reason": c.verdict_reason,
+                   "error": c.error, "evidence": c.evidence} for c in result.checks]
+        out = {"status": result.status, "reason": result.reason, "detail": result.detail, "checks": checks}
+        return json.dumps(out, default=str)[:MAX_TEXT]
 
     def _retire_task(self, task_id: str, reason: str) -> str:
         if task_id not in self.stale:
