@@ -214,18 +214,21 @@ def _preexec(runner: SubprocessRunner, job: Job, work: Path, prefix: Path, uid: 
         (resource.RLIMIT_NPROC, runner.max_processes + (0 if runner.as_root else _processes_of(os.getuid()))),
     ]
     libc = ctypes.CDLL(None, use_errno=True)
+    # everything the child needs is computed here: between fork and exec it only makes system calls
+    root_flags = CLONE_NEWNS | (CLONE_NEWNET if runner.network_isolated else 0)
+    source, target = os.fsencode(prefix), os.fsencode(work / ".python")
 
     def preexec() -> None:  # runs in the child between fork and exec
         os.setsid()
         for kind, value in limits:
             resource.setrlimit(kind, (value, value))
         if runner.as_root:
-            flags = CLONE_NEWNS | (CLONE_NEWNET if runner.network_isolated else 0)
-            if libc.unshare(flags) != 0:
+            if libc.unshare(root_flags) != 0:
                 os._exit(121)
-            libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None)
-            if libc.mount(bytes(prefix), bytes(work / ".python"), None, MS_BIND | MS_REC, None) != 0:
+            if libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None) != 0:  # nothing leaks to the host
                 os._exit(122)
+            if libc.mount(source, target, None, MS_BIND | MS_REC, None) != 0:
+                os._exit(123)
             os.setgroups([])
             os.setgid(uid)
             os.setuid(uid)
@@ -324,8 +327,11 @@ class ContainerRunner:
                 status = container.wait(timeout=job.timeout_s)
                 rc = int(status.get("StatusCode", -1))
             except Exception:  # the SDK raises a requests timeout (or a connection error) when time is up
-                container.kill()
-                container.wait(timeout=30)
+                try:
+                    container.kill()
+                    container.wait(timeout=30)
+                except Exception:  # it ended on its own meanwhile
+                    pass
                 reason, detail, rc = "timeout", f"still running after {job.timeout_s:.0f}s; killed", None
             container.reload()
             state = container.attrs.get("State", {})

@@ -258,3 +258,22 @@ def test_a_live_model_proposes_candidates(shop_manifest, shop_app, lake):
     out = LLMAgent(LLMSettings.from_env(), AgentBudget(max_steps=30)).synthesize(request(shop_manifest, shop_app, lake, count=3))
     assert out.candidates, out.notes
     assert lake.query("SELECT count(*) n FROM agent_transcripts WHERE role = 'assistant'")[0]["n"] >= 2
+
+
+@pytest.mark.parametrize("name,arguments,error", [
+    ("read_file", '{"path": "schema.sql", "start": "abc"}', "read_file failed: ValueError"),
+    ("read_file", '{"nope": 1}', "unexpected keyword argument 'nope'"),
+    ("read_file", '{"path": "scheme.sql"}', "no file 'scheme.sql'"),
+    ("grep", "[1]", "must be a JSON object"),
+    ("grep", '{"pattern": "("}', "bad regular expression"),
+    ("propose_task", '{"family": "create", "instruction": "x", "verifier": "v", "reference": []}', "no verifier 'v'"),
+    ("write_skill", '{"name": "s", "kind": "python", "code": "def inject(:"}', "code does not parse"),
+    ("write_verifier", '{"name": "v", "template": "row_exist", "params": {}}', "unknown verifier template"),
+    ("retire_task", '{"task_id": "shop-x", "reason": "r"}', "not a stored pair from an older commit"),
+])
+def test_tools_answer_bad_arguments_with_an_error_for_the_model(shop_manifest, name, arguments, error):
+    from flows.task_synthesis.agents.tools import ToolError, Workbench
+
+    bench = Workbench(SynthesisRequest(shop_manifest, read_source(shop_manifest), None, 3, 0), "m", "h")
+    with pytest.raises(ToolError, match=re.escape(error)):
+        bench.call(name, arguments)

@@ -128,8 +128,12 @@ class Workbench:
             raise ToolError(f"arguments of {name} must be a JSON object, not {type(args).__name__}")
         try:
             return getattr(self, f"_{name}")(**args)
-        except TypeError as exc:
+        except ToolError:
+            raise
+        except TypeError as exc:  # missing or unexpected arguments
             raise ToolError(f"{name}: {exc}".replace(f"Workbench._{name}()", name)) from None
+        except Exception as exc:  # arguments of the wrong type, and anything else: the model hears about it
+            raise ToolError(f"{name} failed: {type(exc).__name__}: {exc}"[:1000]) from None
 
     # ---- reading --------------------------------------------------------------------------------
     def _list_files(self, prefix: str = "") -> str:
