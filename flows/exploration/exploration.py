@@ -83,7 +83,8 @@ def explore_sandbox(
     config = ExploreConfig(max_steps=steps, max_seconds=minutes * 60, seed=seed, sensitive=sensitive, variants=variants)
     try:
         with open_driver(manifest) as driver:
-            explorer = Explorer(driver, manifest, areas, set(summary.targets), config)
+            covered = {c.area for c in before if c.verified_tasks}
+            explorer = Explorer(driver, manifest, areas, set(summary.targets), config, covered=covered)
             result = explorer.run()
     except SandboxError as exc:
         summary.error = str(exc)

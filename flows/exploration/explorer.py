@@ -134,12 +134,15 @@ class _Item:
 class Explorer:
     def __init__(
         self, driver: Driver, manifest: SandboxManifest, areas: AppAreas, targets: set[str] | None = None,
-        config: ExploreConfig | None = None,
+        config: ExploreConfig | None = None, covered: set[str] | None = None,
     ) -> None:
+        """targets: areas explored first and tried `variants` times; covered: areas that already have
+        verified tasks (any other area's forms are tried `variants` times too, when covered is given)."""
         self.driver = driver
         self.manifest = manifest
         self.areas = areas
         self.targets = set(targets or ())
+        self.covered = covered
         self.config = config or ExploreConfig()
         self.rng = random.Random(self.config.seed)
         self._seq = itertools.count()
@@ -251,7 +254,7 @@ class Explorer:
                                 net=self.reader.diff(self.initial, after)))
         if not revisit and node.depth < self.config.max_depth:
             self._register(state, to_url, path + actions, node.depth + 1, tree)
-        if item.variant == 0 and area in self.targets:
+        if item.variant == 0 and (area in self.targets or (self.covered is not None and area not in self.covered)):
             for v in range(1, self.config.variants):
                 self._push("submit", 0, state_id=node.state_id, form=form, button=button, variant=v)
         return 1
