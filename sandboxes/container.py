@@ -26,6 +26,7 @@ import tempfile
 import threading
 import time
 from contextlib import ExitStack
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from string import Template
 from typing import Any
@@ -69,6 +70,11 @@ class UnixForwarder:
         self._thread = threading.Thread(target=self._run, name=f"forward-{self.port}", daemon=True)
         self._thread.start()
         return self
+
+    def retarget(self, socket_path: Path) -> None:
+        """New connections go to this socket (a fresh container's); open ones are closed."""
+        self.socket_path = socket_path
+        self.drop_connections()
 
     def drop_connections(self) -> None:
         """Close every open connection (the app behind them was replaced); the browser reconnects."""
@@ -174,16 +180,34 @@ def render_files_skill(skill: Skill, args: dict[str, Any]) -> dict[str, bytes]:
         raise InjectionError(f"skill {skill.name}: argument {exc} missing or malformed; pass it in the injection args") from None
 
 
+@dataclass
+class _Booted:
+    """A started container whose app answers on the unix socket in its own private folder."""
+
+    container: Any
+    socket_dir: Path
+
+    @property
+    def socket_path(self) -> Path:
+        return self.socket_dir / "app.sock"
+
+
 class ContainerApp:
     """One sandbox app in a container, shaped like AppProcess (start, healthy, restore, stop, close,
-    base_url, log_tail) so the WebDriver and the rollout use it unchanged."""
+    base_url, log_tail) so the WebDriver and the rollout use it unchanged.
 
-    def __init__(self, manifest: SandboxManifest, client: Any = None) -> None:
+    With `warm_spare`, the next fresh container boots in the background while an episode runs, so a reset
+    only swaps it in (the forwarder points at the new socket) and the old one is removed off the clock."""
+
+    def __init__(self, manifest: SandboxManifest, client: Any = None, warm_spare: bool = True) -> None:
         self.manifest = manifest
         self.spec = manifest.container
         self.client = client
-        self.container = None
+        self.warm_spare = warm_spare
         self.forwarder: UnixForwarder | None = None
+        self._current: _Booted | None = None
+        self._spare: _Booted | BaseException | None = None
+        self._spare_thread: threading.Thread | None = None
         self._rundir: Path | None = None
         uid = os.getuid()
         # Unprivileged inside: the host user's ids, or nobody when the host runs as root.
@@ -192,8 +216,12 @@ class ContainerApp:
     state_path = None  # no database: the state is the workspace's files
 
     @property
-    def socket_path(self) -> Path:
-        return self._rundir / "run" / "app.sock"
+    def container(self) -> Any:
+        return self._current.container if self._current else None
+
+    @property
+    def socket_path(self) -> Path | None:
+        return self._current.socket_path if self._current else None
 
     @property
     def base_url(self) -> str:
@@ -217,16 +245,15 @@ class ContainerApp:
         self._remove_orphans()
         if self._rundir is None:
             self._rundir = Path(tempfile.mkdtemp(prefix=f"flywheel-{self.manifest.name}-"))
-            run = self._rundir / "run"
-            run.mkdir()
-            if os.getuid() == 0:
-                os.chown(run, 65534, 65534)
+        self._current = self._boot(self.client)
         if self.forwarder is None:
-            self.forwarder = UnixForwarder(self.socket_path).start()
-        self._launch()
+            self.forwarder = UnixForwarder(self._current.socket_path).start()
+        else:
+            self.forwarder.retarget(self._current.socket_path)
+        self._boot_spare()
         return self
 
-    def _launch(self) -> None:
+    def _boot(self, client: Any) -> _Booted:
         values = {"python": container_python(), "socket": f"{SOCKET_DIR}/app.sock", "workspace": self.workspace_dir}
         try:
             command = [part.format(**values) for part in self.manifest.start.command]
@@ -235,13 +262,16 @@ class ContainerApp:
                 f"{self.manifest.name}: start.command uses unknown placeholder {exc}; in a container use "
                 "{python}, {socket} or {workspace}"
             ) from None
-        self.socket_path.unlink(missing_ok=True)
+        socket_dir = Path(tempfile.mkdtemp(prefix="run-", dir=self._rundir))
+        if os.getuid() == 0:
+            os.chown(socket_dir, 65534, 65534)
         volumes = host_python_mounts() | {
             str(self.manifest.source_dir): {"bind": APP_MOUNT, "mode": "ro"},
-            str(self._rundir / "run"): {"bind": SOCKET_DIR, "mode": "rw"},
+            str(socket_dir): {"bind": SOCKET_DIR, "mode": "rw"},
         }
+        booted = _Booted(None, socket_dir)
         try:
-            self.container = self.client.containers.create(
+            booted.container = client.containers.create(
                 self.spec.image, command, detach=True, user=self.user, working_dir=self.workspace_dir,
                 network_mode="none", cap_drop=["ALL"], security_opt=["no-new-privileges"],
                 mem_limit=self.spec.mem_limit, memswap_limit=self.spec.mem_limit, pids_limit=self.spec.pids_limit,
@@ -249,14 +279,42 @@ class ContainerApp:
                 environment={"HOME": "/tmp", "PYTHONDONTWRITEBYTECODE": "1"},
                 labels={"flywheel.sandbox": self.manifest.name, "flywheel.owner": f"{socket.gethostname()}:{os.getpid()}"},
             )
-            self._seed()
-            self.container.start()
+            booted.container.put_archive("/", self._seed_tar())
+            booted.container.start()
+            self._wait_ready(booted)
         except SandboxError:
+            _dispose(booted)
             raise
         except Exception as exc:  # the SDK's APIError, ImageNotFound, ...
-            self.stop()
+            _dispose(booted)
             raise SandboxError(f"{self.manifest.name}: the container would not start ({exc}); check [container] in sandbox.toml") from None
-        self._wait_ready()
+        return booted
+
+    def _boot_spare(self, dispose: _Booted | None = None) -> None:
+        if not self.warm_spare:
+            _dispose(dispose)
+            return
+
+        def boot() -> None:
+            _dispose(dispose)
+            try:
+                self._spare = self._boot(docker_client())  # its own connection: this runs beside the episode
+            except BaseException as exc:
+                self._spare = exc
+
+        self._spare_thread = threading.Thread(target=boot, name=f"spare-{self.manifest.name}", daemon=True)
+        self._spare_thread.start()
+
+    def _take_spare(self) -> _Booted | None:
+        if self._spare_thread is not None:
+            self._spare_thread.join()
+            self._spare_thread = None
+        spare, self._spare = self._spare, None
+        if isinstance(spare, _Booted) and _answers(spare, self.manifest.start.ready_path, 2.0):
+            return spare
+        if isinstance(spare, _Booted):
+            _dispose(spare)
+        return None
 
     def _remove_orphans(self) -> None:
         """Containers of this host's flywheel processes that died without closing them (killed runs)."""
@@ -269,7 +327,7 @@ class ContainerApp:
                 except Exception:  # another process is removing it too
                     pass
 
-    def _seed(self) -> None:
+    def _seed_tar(self) -> bytes:
         """The workspace folder, owned by the container's user, with the seed's files when there is one."""
         files: dict[str, bytes] = {}
         if self.spec.workspace_seed:
@@ -277,7 +335,7 @@ class ContainerApp:
             if not seed.is_dir():
                 raise SandboxError(f"{self.manifest.name}: container.workspace_seed {self.spec.workspace_seed!r} is not a folder in the source")
             files = {p.relative_to(seed).as_posix(): p.read_bytes() for p in sorted(seed.rglob("*")) if p.is_file()}
-        self.container.put_archive("/", self._tar(files, include_root=True))
+        return self._tar(files, include_root=True)
 
     def _tar(self, files: dict[str, bytes], include_root: bool = False) -> bytes:
         uid, gid = (int(x) for x in self.user.split(":"))
@@ -297,60 +355,47 @@ class ContainerApp:
                 tar.addfile(info, io.BytesIO(data))
         return buf.getvalue()
 
-    def _wait_ready(self) -> None:
+    def _wait_ready(self, booted: _Booted) -> None:
         deadline = time.monotonic() + self.manifest.start.start_timeout_s
         delay = 0.02
         while time.monotonic() < deadline:
-            if self.healthy(timeout=1.0):
+            if _answers(booted, self.manifest.start.ready_path, 1.0):
                 return
-            if self.container.status not in ("created", "running"):
-                logs = self.log_tail()
-                self.stop()
+            booted.container.reload()
+            if booted.container.status not in ("created", "running"):
                 raise SandboxError(
                     f"{self.manifest.name}: the app in the container exited before it was ready; last log lines: "
-                    f"{logs!r} — run the start command in the image by hand to see why"
+                    f"{_logs(booted.container)!r} — run the start command in the image by hand to see why"
                 )
             time.sleep(delay)
             delay = min(delay * 1.5, 0.25)
-        logs = self.log_tail()
-        self.stop()
         raise SandboxError(
             f"{self.manifest.name}: no HTTP 200 from {self.manifest.start.ready_path} on the app's socket within "
-            f"{self.manifest.start.start_timeout_s:.0f}s; last log lines: {logs!r} — raise start.start_timeout_s or fix the app"
+            f"{self.manifest.start.start_timeout_s:.0f}s; last log lines: {_logs(booted.container)!r} — raise "
+            "start.start_timeout_s or fix the app"
         )
 
     def healthy(self, timeout: float = 2.0) -> bool:
-        if self.container is None:
+        if self._current is None:
             return False
         try:
-            self.container.reload()
+            self._current.container.reload()
         except Exception:
             return False
-        if self.container.status != "running":
-            return False
-        conn = _UnixHTTPConnection(self.socket_path, timeout)
-        try:
-            conn.request("GET", self.manifest.start.ready_path)
-            return conn.getresponse().status == 200
-        except OSError:
-            return False
-        finally:
-            conn.close()
+        return self._current.container.status == "running" and _answers(self._current, self.manifest.start.ready_path, timeout)
 
     def restore(self) -> None:
         """A fresh container from the image with the seed copied in: nothing of the last episode survives."""
-        self.stop()
-        self._launch()
-        if self.forwarder:
-            self.forwarder.drop_connections()
+        old = self._current
+        self._current = self._take_spare() or self._boot(self.client)
+        self.forwarder.retarget(self._current.socket_path)
+        self._boot_spare(dispose=old)
 
     def stop(self) -> None:
-        if self.container is not None:
-            try:
-                self.container.remove(force=True)
-            except Exception:
-                pass
-            self.container = None
+        spare = self._take_spare()
+        for booted in (spare, self._current):
+            _dispose(booted)
+        self._current = None
 
     def close(self) -> None:
         self.stop()
@@ -362,11 +407,7 @@ class ContainerApp:
             self._rundir = None
 
     def log_tail(self, n: int = 5) -> str:
-        try:
-            text = self.container.logs(tail=n).decode(errors="replace") if self.container else ""
-        except Exception:
-            return ""
-        return " | ".join(text.strip().splitlines()[-n:])
+        return _logs(self.container, n)
 
     def __enter__(self) -> ContainerApp:
         return self.start()
@@ -426,6 +467,36 @@ class ContainerApp:
         for rel in files:
             workspace_path(self.workspace_dir, rel)  # refuses paths that leave the workspace
         self.container.put_archive("/", self._tar(files))
+
+
+def _answers(booted: _Booted, path: str, timeout: float) -> bool:
+    conn = _UnixHTTPConnection(booted.socket_path, timeout)
+    try:
+        conn.request("GET", path)
+        return conn.getresponse().status == 200
+    except OSError:
+        return False
+    finally:
+        conn.close()
+
+
+def _dispose(booted: _Booted | None) -> None:
+    if booted is None:
+        return
+    if booted.container is not None:
+        try:
+            booted.container.remove(force=True)
+        except Exception:  # already gone
+            pass
+    shutil.rmtree(booted.socket_dir, ignore_errors=True)
+
+
+def _logs(container: Any, n: int = 5) -> str:
+    try:
+        text = container.logs(tail=n).decode(errors="replace") if container is not None else ""
+    except Exception:
+        return ""
+    return " | ".join(text.strip().splitlines()[-n:])
 
 
 def _alive(pid: int) -> bool:
