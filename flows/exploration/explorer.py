@@ -242,7 +242,7 @@ class Explorer:
             if not result.ok:
                 self._dirty = True
                 self._record(Transition(here, url, path, actions[: i + 1], None, None, {}, area, kind, "error",
-                                        error=result.error, fills=fills, form_label=form.label, button=button))
+                                        error=result.error, fills=fills, form_label=live.label, button=button))
                 return 1
         state, to_url, tree = self._observe()
         after = self.reader.read()
@@ -250,7 +250,7 @@ class Explorer:
         self._dirty |= bool(diff)
         revisit = state in self.states
         self._record(Transition(here, url, path, actions, state, to_url, diff, area, kind, revisit=revisit,
-                                fills=fills, form_label=form.label, button=button, buttons=len(live.buttons), submit=live.submit,
+                                fills=fills, form_label=live.label, button=button, buttons=len(live.buttons), submit=live.submit,
                                 net=self.reader.diff(self.initial, after)))
         if not revisit and node.depth < self.config.max_depth:
             self._register(state, to_url, path + actions, node.depth + 1, tree)

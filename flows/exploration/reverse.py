@@ -244,8 +244,8 @@ def _request(t: Transition, family: str, subject: tuple[str, str] | None) -> str
     ticks = [k for k, v in t.fills.items() if v in ("True", "False")]
     if family == "update" and len(fills) == 1 and not ticks and not (t.form_label or t.button).casefold().startswith(("move", "apply")):
         label, value = next(iter(fills.items()))
-        owner = f"of {the}" if the else ""
-        return _sentence(f"change the {label.casefold()} {owner} to {quote(value)}")
+        owner = f" of {the}" if the else ""
+        return _sentence(f"change {quote(label)}{owner} to {quote(value)}")
     if t.submit == "enter" and len(fills) == 1:
         label, value = next(iter(fills.items()))
         return _sentence(f"enter {quote(value)} in {quote(label)}")
