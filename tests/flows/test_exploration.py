@@ -184,6 +184,21 @@ def test_areas_come_from_the_source_and_tasks_map_onto_them(shop_manifest, lake)
     assert covered["POST /addresses/new"] == 1 and covered["table addresses"] == 1 and covered["POST /wishlist/new"] == 0
 
 
+def test_trajectories_and_mined_failures_count_towards_the_areas_they_touch(shop_manifest, lake):
+    areas = AppAreas.from_source(shop_manifest)
+    verifier = {"template": "row_exists", "params": {"table": "addresses", "where": {"label": "Boathouse 7"}}}
+    spec = TaskSpec("shop", "c", "create", "addresses", "Add my boathouse", {"p": 2}, 1, [], verifier, ADD_ADDRESS)
+    lake.write("tasks", [spec.to_row("rejected", "flaky", None, "r1", utcnow())], "r1", "shop")
+    lake.write("trajectories", [{"trajectory_id": "tr1", "task_id": spec.task_id, "sandbox": "shop"}], "r1", "shop")
+    lake.write("steps", [{"trajectory_id": "tr1", "step_index": i, "url": u} for i, u in
+                         enumerate(["http://h/addresses/new", "http://h/wishlist"])], "r1", "shop")
+    lake.write("failures", [{"failure_id": f"f{i}", "trajectory_id": "tr1", "task_id": spec.task_id, "sandbox": "shop"} for i in range(2)], "r1", "shop")
+    cov = {c.area: c for c in measure(lake, "shop", areas)}
+    assert (cov["POST /addresses/new"].verified_tasks, cov["POST /addresses/new"].trajectories, cov["POST /addresses/new"].failures) == (0, 1, 2)
+    assert cov["/wishlist"].trajectories == 1 and cov["/wishlist"].failures == 0  # visited, not where the task failed
+    assert "POST /addresses/new" in pick_targets(list(cov.values()), 0)  # fails often: targeted whatever K is
+
+
 def test_targets_are_the_thinnest_areas_plus_often_failing_ones():
     cov = [
         AreaCoverage("POST /a", "action", "source", verified_tasks=5, trajectories=10, failures=8),
