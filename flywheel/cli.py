@@ -314,7 +314,7 @@ def _export_sft(args: argparse.Namespace, console, root: str) -> int:
         result = export_flow.export_sft(**params, shard_mb=args.shard_mb, out=args.out, lake_root=root)
         export_flow.progress = None
     console.print(Markdown(result["markdown"]))
-    return 1 if result["status"] == "gate_failed" else 0
+    return 1 if result["status"] in ("gate_failed", "empty") else 0
 
 
 def _eval_mining(args: argparse.Namespace) -> int:

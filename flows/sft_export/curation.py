@@ -34,6 +34,7 @@ from flows.sft_export.config import ExportConfig
 from lake import Lake
 
 BATCH_STEPS = 100_000
+DUCKDB_MEMORY = "1GB"
 NEAR_GRID = 25
 DROP_REASONS = (
     "before_since", "not_judged", "env_error", "review_rejected", "task_retired", "no_task", "failed",
@@ -98,7 +99,8 @@ class Curation:
 
 def connect(lake: Lake) -> duckdb.DuckDBPyConnection:
     con = lake.connect()
-    con.execute("SET preserve_insertion_order = true")
+    # batches are sorted whole in DuckDB: cap its memory (it spills to a temp dir beyond) so it stays bounded
+    con.execute(f"SET memory_limit = '{DUCKDB_MEMORY}'")
     return con
 
 
@@ -247,7 +249,7 @@ def _dedup_keys(con, files, chosen: pl.DataFrame, on_steps) -> pl.DataFrame:
                         orient="row")
 
 
-@lru_cache(maxsize=65536)
+@lru_cache(maxsize=16384)
 def normalised_actions(actions_json: str) -> str:
     """An action list as it matters for near-duplicates: coarse coordinates, normalised text, no waits."""
     try:

@@ -17,7 +17,7 @@ from typing import Any
 
 from flows.sft_export import card, curation, publish
 from flows.sft_export.config import ExportConfig
-from flows.sft_export.formats import SCHEMAS, STEP_COLUMNS, RowBuilder, image_reader
+from flows.sft_export.formats import ROW_FACTS, SCHEMAS, STEP_COLUMNS, RowBuilder, image_reader
 from flows.sft_export.scrub import PII_PATTERNS, Scrubber
 from flows.sft_export.shards import ShardWriter
 from lake import Lake
@@ -26,7 +26,7 @@ from lake import Lake
 @dataclass
 class ExportResult:
     name: str
-    status: str  # published | unchanged | gate_failed
+    status: str  # published | unchanged | gate_failed | empty (no row survived curation; nothing published)
     version: str | None
     path: str | None
     config_hash: str
@@ -49,6 +49,8 @@ class ExportResult:
             "unchanged": f"unchanged: **{self.name}/{self.version}** already holds exactly this (manifest {self.manifest_hash[:12]})",
             "gate_failed": "**quality gate FAILED** — nothing published; the previous version stays "
                            f"({self.version or 'none yet'})",
+            "empty": "**nothing to export** — no trajectory passed curation (see why below; `flywheel run cycle` "
+                     "makes judged trajectories); nothing published",
         }[self.status]
         lines = [f"# export-sft: {head}", "",
                  f"{c['rows']} rows from {c['trajectories']} trajectories ({c['steps']} steps, {c['images']} images), "
@@ -99,15 +101,20 @@ def _build(lake, con, config, cur, folder: Path, name_dir: Path, run_id: str, pr
     scrubber = Scrubber()
     builder = RowBuilder(config, scrubber, image_reader(lake.root, config.images))
     rewards = lake.files("step_rewards") if config.format == "action-rl" else None
-    trajectories = {r["trajectory_id"]: r for r in cur.kept.iter_rows(named=True)} if not cur.kept.is_empty() else {}
-    total_steps = int(cur.kept["steps"].sum()) if trajectories else 0
+    lineage = card.lineage(cur.kept, lake.root, _reward_lineage(con, rewards, cur.kept))
+    total_steps = int(cur.kept["steps"].sum()) if not cur.kept.is_empty() else 0
     bar = progress.add_task(f"write {config.name}: steps", total=total_steps) if progress else None
     produced = images = 0
+    # the kept rows in `ord` order, in step with the stream (which yields them in the same order)
+    facts = cur.kept.select("ord", *ROW_FACTS).sort("ord").iter_rows(named=True) if total_steps else iter(())
     for tid, steps in curation.stream_trajectories(
         con, cur.step_files, cur.kept, STEP_COLUMNS, [f.as_posix() for f in rewards] if rewards else None
     ):
+        traj = next(facts)
+        while traj["trajectory_id"] != tid:
+            traj = next(facts)
         any_row = False
-        for row in builder.rows(trajectories[tid], steps):
+        for row in builder.rows(traj, steps):
             pictures = row.get("images") or ([row["screenshot"]] if row.get("screenshot") else [])
             images += len(pictures)
             writer.add(row, 2048 + sum(len(p["bytes"] or b"") for p in pictures))
@@ -118,17 +125,17 @@ def _build(lake, con, config, cur, folder: Path, name_dir: Path, run_id: str, pr
     shards = writer.close()
     counts = {
         "rows": writer.rows, "trajectories": produced, "steps": builder.steps_out, "images": images,
-        "considered": cur.considered, "kept": len(trajectories), "dropped": cur.dropped, "step_drops": builder.step_drops,
+        "considered": cur.considered, "kept": cur.kept.height, "dropped": cur.dropped, "step_drops": builder.step_drops,
     }
-    lineage = card.lineage(cur.kept, lake.root, _reward_lineage(con, rewards, cur.kept))
     manifest = card.build_manifest(config, schema, shards, counts, scrubber.report(), lineage)
     manifest_hash = card.write_manifest(folder, manifest)
     result = ExportResult(config.name, "published", None, None, config.config_hash, manifest_hash, counts,
                           scrubber.report(), manifest["files"], run_id=run_id)
     latest, latest_hash = publish.latest_manifest_hash(name_dir)
-    if latest_hash == manifest_hash:
+    if latest_hash == manifest_hash or not writer.rows:
         shutil.rmtree(folder, ignore_errors=True)
-        result.status, result.version, result.path = "unchanged", latest, str(name_dir / latest)
+        result.status, result.version = ("unchanged" if writer.rows else "empty"), latest
+        result.path = str(name_dir / latest) if latest_hash == manifest_hash else None
         result.seconds = time.monotonic() - t0
         return result
     gate_bar = progress.add_task("quality gate (Great Expectations)", total=None) if progress else None

@@ -97,6 +97,7 @@ SCHEMAS: dict[str, pa.Schema] = {
         metadata=_hf({"screenshot": {"_type": "Image"}}),
     ),
 }
+ROW_FACTS = ("trajectory_id", "task_id", "sandbox", "family", "difficulty", "policy", "verdict", "instruction")
 STEP_COLUMNS = (
     "trajectory_id", "step_index", "screenshot_sha", "screen_width", "screen_height", "ui_tree_sha", "url",
     "actions_json", "format_error", "ok", "error", "points_json", "sensitive",
@@ -163,7 +164,7 @@ def ground(actions_json: str, points_json: str | None, page_url: str | None) -> 
     return out
 
 
-@lru_cache(maxsize=65536)
+@lru_cache(maxsize=16384)
 def assistant_turn(actions_json: str, points_json: str | None, origin: str, protocol: str) -> tuple | None:
     """(content text, tool_calls, uses shell, history line) of one step's action; None if it cannot be grounded."""
     grounded = ground(actions_json, points_json, origin)

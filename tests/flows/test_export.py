@@ -260,6 +260,8 @@ def test_verdicts_env_errors_and_negatives(lake, tmp_path):
     assert neg.counts["dropped"] == {"not_judged": 1, "env_error": 2, "no_task": 1}
     late = export(lake, tmp_path, name="late", since="2026-01-01T00:00:30+00:00")
     assert late.counts["dropped"]["before_since"] == 6 and late.counts["rows"] == 0
+    assert late.status == "empty" and late.path is None and "nothing to export" in late.markdown()
+    assert versions(tmp_path / "exports" / "late") == []
 
 
 def test_exact_and_near_duplicates(lake, tmp_path):
@@ -399,3 +401,38 @@ def test_bad_config_names_the_fix():
         ExportConfig(name="x", since="yesterday")
     with pytest.raises(ValueError, match="export name"):
         ExportConfig(name="../up")
+
+
+def test_an_undecodable_image_fails_the_image_suite(lake, tmp_path):
+    from flows.sft_export.formats import SCHEMAS
+    from flows.sft_export.scrub import PII_PATTERNS
+    from lake.quality import gate_export
+
+    add_task(lake, "task-a")
+    add_trajectory(lake, "t")
+    result = export(lake, tmp_path, name="refs", images="ref")
+    manifest = json.loads((Path(result.path) / "manifest.json").read_text())
+    blob = Path(read_rows(result.path)[0]["images"][0]["path"])
+    blob.write_bytes(b"\x89PNG\r\n\x1a\n not really")
+    gate = gate_export(Path(result.path), manifest, PII_PATTERNS, SCHEMAS["messages"])
+    assert gate["failed"] and all(f.startswith("images: ") for f in gate["failed"])
+    assert any(f.startswith("images: sampled images decode (decodable): 1 unexpected") for f in gate["failed"])
+
+
+def test_cli_rejects_bad_options_in_one_line(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "flywheel.cli", "--lake", str(tmp_path / "lake"), "run", "export-sft",
+                           "--name", "x", "--since", "last tuesday"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and "ISO 8601" in done.stdout and "Traceback" not in done.stdout + done.stderr
+
+
+@pytest.mark.slow
+def test_cli_exports_and_prints_where_and_how_to_load(small_lake, tmp_path):
+    env = {**os.environ, "PREFECT_HOME": str(tmp_path / "prefect"), "FLYWHEEL_EXPORTS": str(tmp_path / "exports")}
+    done = subprocess.run([sys.executable, "-m", "flywheel.cli", "--lake", str(small_lake.root), "run", "export-sft",
+                           "--name", "cli-sft", "--per-trajectory", "--max-per-sandbox", "4"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=600, env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    out = " ".join(done.stdout.split())
+    assert "published cli-sft/v0001" in out and "cap_sandbox 4" in out and "email 4 (email: request 4)" in out
+    assert f"{tmp_path / 'exports' / 'cli-sft' / 'v0001'}" in out and "load_dataset" in out
+    assert small_lake.query("SELECT name, version FROM exports") == [{"name": "cli-sft", "version": "v0001"}]
