@@ -41,7 +41,7 @@ class SandboxPool:
         lock = threading.Lock()
         shared = (
             SharedBrowser().start()
-            if self.manifest.sandbox.kind == "web" and self.share_browser and self.workers > 1 and len(items) > 1
+            if self.manifest.sandbox.kind in ("web", "desktop") and self.share_browser and self.workers > 1 and len(items) > 1
             else None
         )
 
