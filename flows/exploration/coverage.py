@@ -136,13 +136,18 @@ class AppAreas:
         verifier reads."""
         found: set[str] = set()
         screen = None
+        typed_into = ""  # a lone field's name, when Enter submits it
         for act in reference:
-            if act.get("action") == "goto":
+            kind, target = act.get("action", ""), act.get("target") or {}
+            if kind == "goto":
                 screen = self.screen(act.get("url", "/"))
                 found.add(screen)
-            target = act.get("target") or {}
-            if act.get("action", "").endswith("click") and target.get("role") == "button":
-                found.add(self.action(target.get("within") or "", target.get("name") or "", screen))
+            elif kind.endswith("click") and target.get("role") in ("button", "checkbox"):
+                within = target.get("within") or "" if target["role"] == "button" else ""
+                found.add(self.action(within, target.get("name") or "", screen))
+            elif kind == "key" and act.get("keys") == ["Enter"] and typed_into:
+                found.add(self.action("", typed_into, screen))
+            typed_into = target.get("name") or "" if kind == "type" and target.get("role") and not target.get("within") else ""
         found |= {f"table {t}" for t in _verifier_tables(verifier)}
         return found
 

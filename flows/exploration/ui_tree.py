@@ -90,8 +90,20 @@ def _parse_entry(rest: str) -> UiNode:
         attrs.append(a.group(1))
         pos += a.end()
     remainder = key[pos:] + tail
-    value = remainder[1:].strip() if remainder.startswith(":") else ""
+    value = _scalar(remainder[1:].strip()) if remainder.startswith(":") else ""
     return UiNode(role, str(name), attrs, value)
+
+
+def _scalar(text: str) -> str:
+    """A YAML scalar as its text: the snapshot quotes values with special characters (`/url: "#/"`)."""
+    if len(text) >= 2 and text[0] == text[-1] == '"':
+        try:
+            return str(json.loads(text))
+        except ValueError:
+            return text[1:-1]
+    if len(text) >= 2 and text[0] == text[-1] == "'":
+        return text[1:-1].replace("''", "'")
+    return text
 
 
 # ---- abstract states ------------------------------------------------------------------------------

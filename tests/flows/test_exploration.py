@@ -93,6 +93,16 @@ def test_affordances_read_links_forms_fields_and_loose_buttons():
     assert fields["Default address"].checked
     assert (loose.label, loose.buttons) == ("", ["Sign out"])
     assert ("Budget for May", "/messages/3") in affordances(LIST_A).links
+    assert affordances('- link "Active":\n  - /url: "#/active"').links == [("Active", "#/active")]  # YAML-quoted
+
+
+def test_script_driven_pages_submit_lone_fields_with_enter_and_toggle_checkboxes():
+    found = affordances('- textbox "What needs to be done?"\n- checkbox "Mark all as complete"')
+    assert [(f.submit, f.buttons) for f in found.forms] == [("enter", ["What needs to be done?"]), ("check", ["Mark all as complete"])]
+    reference = [{"action": "goto", "url": "/"},
+                 {"action": "type", "target": {"role": "textbox", "name": "What needs to be done?"}, "text": "Milk"},
+                 {"action": "key", "keys": ["Enter"]}, {"action": "left_click", "target": {"role": "checkbox", "name": "Mark all as complete"}}]
+    assert AppAreas(None).task_areas(reference, {}) == {"/", "form What needs to be done? on /", "form Mark all as complete on /"}
 
 
 # ---- state diffs ---------------------------------------------------------------------------------------
