@@ -12,7 +12,6 @@ workers spreads over several devices. The hierarchy and target resolution live i
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shlex
@@ -404,14 +403,19 @@ class AndroidDriver:
         self._last_root = parse_hierarchy(out)
         return self._last_root
 
-    def observe(self, screenshot: bool = True) -> Observation:
-        focus = self.focus()
-        root = self.hierarchy()
+    @staticmethod
+    def _url(focus: str) -> tuple[str, str]:
+        """The focused window as a URL (android-app://package/.Activity) and a title (the activity)."""
         package, _, activity = focus.partition("/")
         short = "." + activity[len(package) + 1:] if activity.startswith(package + ".") else activity
+        return (f"android-app://{package}/{short}" if activity else f"android-app://{focus}"), short.lstrip(".") or focus
+
+    def observe(self, screenshot: bool = True) -> Observation:
+        url, title = self._url(self.focus())
+        root = self.hierarchy()
         return Observation(
-            url=f"android-app://{package}/{short}" if activity else f"android-app://{focus}",
-            title=short.lstrip(".") or focus,
+            url=url,
+            title=title,
             ui_tree=ui_tree(root),
             screenshot=self.exec_out("screencap -p") if screenshot else None,
             screen_size=self.screen_size,
@@ -559,7 +563,7 @@ class AndroidDriver:
         if probe.kind == "sql":
             return self._sql(probe)
         if probe.kind == "url":
-            return self.observe(screenshot=False).url
+            return self._url(self.focus())[0]
         if probe.kind == "page_text":
             return "\n".join(n.text or n.desc for n in self.hierarchy().walk() if n.text or n.desc)
         if probe.kind == "content":  # query = content://authority/path, args = (where,) optionally
@@ -576,11 +580,12 @@ class AndroidDriver:
         if not self.spec.db_path:
             raise SandboxError(f"{self.manifest.name}: SQL probe but [android] has no db_path")
         query = render_sql(probe.query, probe.args)
-        out = self.shell(f"run-as {self.package} sqlite3 -json {self.spec.db_path} {shlex.quote(query)}")
-        rows = json.loads(out) if out.strip() else []
+        # quote mode prints SQL literals, so types survive (sqlite3 >= 3.22, on Android 10 and later)
+        out = self.shell(f"run-as {self.package} sqlite3 -cmd '.mode quote' {self.spec.db_path} {shlex.quote(query)}")
+        rows = parse_quoted_rows(out)
         if probe.shape == "rows":
-            return [list(r.values()) for r in rows]
-        return next(iter(rows[0].values())) if rows else None
+            return rows
+        return rows[0][0] if rows and rows[0] else None
 
     def device_online(self) -> bool:
         try:
@@ -600,6 +605,39 @@ class AndroidDriver:
         if self._package_of(focus) != self.package and not self._left_app:
             return Health(False, f"{self.package} is not in the foreground on {self.serial} ({focus or 'nothing'} is)")
         return Health(True)
+
+
+_QUOTED = re.compile(r"'((?:[^']|'')*)'|[Xx]'([0-9A-Fa-f]*)'|(NULL)|(-?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|-?Inf)|(,)|(\r?\n)")
+
+
+def parse_quoted_rows(out: str) -> list[list[Any]]:
+    """Rows as the sqlite3 shell prints them in quote mode: 'text' (quotes doubled), numbers, NULL, X'blob'."""
+    rows: list[list[Any]] = []
+    row: list[Any] = []
+    pos = 0
+    for m in _QUOTED.finditer(out):
+        if out[pos:m.start()].strip():
+            raise SandboxError(f"sqlite3 printed something that is not a quoted row: {out[pos:m.start()][:120]!r}")
+        pos = m.end()
+        text, blob, null, number, comma, newline = m.groups()
+        if newline is not None:
+            if row:
+                rows.append(row)
+            row = []
+        elif comma is None:
+            if text is not None:
+                row.append(text.replace("''", "'"))
+            elif blob is not None:
+                row.append(bytes.fromhex(blob))
+            elif null is not None:
+                row.append(None)
+            else:
+                row.append(float(number) if any(c in number for c in ".eEI") else int(number))
+    if out[pos:].strip():
+        raise SandboxError(f"sqlite3 printed something that is not a quoted row: {out[pos:][:120]!r}")
+    if row:
+        rows.append(row)
+    return rows
 
 
 def parse_content_rows(out: str) -> list[dict[str, str]]:

@@ -548,32 +548,52 @@ class FakeDevice:
 
 
 def _sqlite3_cli(cwd: Path, args: list[str]) -> tuple[bytes, bytes, int]:
-    """The sqlite3 command-line shell: `sqlite3 [-json] DB 'SQL'` (the options the driver uses)."""
-    as_json = "-json" in args
-    rest = [a for a in args if not a.startswith("-")]
-    if len(rest) != 2:
+    """The sqlite3 command-line shell: `sqlite3 [-cmd '.mode quote'] DB 'SQL'` (what the driver sends)."""
+    positional, mode = [], "list"
+    items = iter(args)
+    for a in items:
+        if a == "-cmd":
+            command = next(items, "")
+            if command.startswith(".mode "):
+                mode = command.split()[1]
+        elif a.startswith("-"):
+            return b"", f"sqlite3: Error: unknown option: {a}\n".encode(), 1
+        else:
+            positional.append(a)
+    if len(positional) != 2:
         return b"", b"sqlite3: expected DB and SQL\n", 1
-    path = cwd / rest[0]
+    path = cwd / positional[0]
     if not path.exists():
-        return b"", f"Error: unable to open database \"{rest[0]}\"\n".encode(), 1
+        return b"", f"Error: unable to open database \"{positional[0]}\"\n".encode(), 1
     con = sqlite3.connect(path, timeout=10)
     try:
-        cur = con.execute(rest[1]) if rest[1].count(";") <= 1 else None
-        if cur is None:
-            con.executescript(rest[1])
-            con.commit()
-            return b"", b"", 0
-        rows = cur.fetchall()
-        names = [d[0] for d in cur.description] if cur.description else []
+        statements, buffer = [], ""
+        for piece in positional[1].split(";"):  # whole statements only: a ';' may sit inside a string literal
+            buffer += piece + ";"
+            if sqlite3.complete_statement(buffer):
+                if buffer.strip(" ;\n"):
+                    statements.append(buffer)
+                buffer = ""
+        rows: list[tuple] = []
+        for st in statements:
+            rows = con.execute(st).fetchall()
         con.commit()
     except sqlite3.Error as exc:
         return b"", f"Error: {exc}\n".encode(), 1
     finally:
         con.close()
-    if as_json:
-        import json
 
-        return (json.dumps([dict(zip(names, r)) for r in rows]) + "\n").encode() if rows else b"", b"", 0
+    def literal(v: Any) -> str:
+        if v is None:
+            return "NULL"
+        if isinstance(v, bytes):
+            return "X'" + v.hex().upper() + "'"
+        if isinstance(v, str):
+            return "'" + v.replace("'", "''") + "'"
+        return repr(v)
+
+    if mode == "quote":
+        return "".join(",".join(literal(v) for v in r) + "\n" for r in rows).encode(), b"", 0
     return "".join("|".join("" if v is None else str(v) for v in r) + "\n" for r in rows).encode(), b"", 0
 
 

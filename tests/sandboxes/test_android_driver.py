@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from sandboxes.actions import parse_actions
-from sandboxes.android import AndroidDriver, open_android_driver, render_sql
+from sandboxes.android import AndroidDriver, open_android_driver, parse_quoted_rows, render_sql
 from sandboxes.android_ui import parse_hierarchy, ui_tree
 from sandboxes.app_process import SandboxError
 from sandboxes.manifest import load_manifest
@@ -426,3 +426,20 @@ def test_files_prefs_intents_and_the_content_provider(adb, driver):
     assert obs.url == f"android-app://{PKG}/.NoteActivity" and '- text "Call Mum"' in obs.ui_tree
     with pytest.raises(InjectionError, match="unknown extra flag"):
         driver.inject(Skill("bad", "notes-android", "intent", "", {"extras": [["--eu", "x", "1"]]}), {})
+
+
+def test_quote_mode_rows_keep_their_types():
+    out = "'a, b',-3,2.5,NULL,X'00FF'\n'it''s\non two lines',1e3,0,'',''\n"
+    assert parse_quoted_rows(out) == [["a, b", -3, 2.5, None, b"\x00\xff"], ["it's\non two lines", 1000.0, 0, "", ""]]
+    assert parse_quoted_rows("") == []
+    with pytest.raises(SandboxError, match="not a quoted row"):
+        parse_quoted_rows("Error: no such table: nope")
+
+
+def test_sql_probes_read_types_and_values_with_semicolons(adb, driver):
+    skill = Skill("insert_notes", "notes-android", "sql", "", {"statements": [
+        "INSERT INTO notes (id, title, body, created_on) VALUES (:id, :title, :body, '2026-11-01')",
+    ]})
+    driver.inject(skill, {"id": 900003, "title": "Semi; colon", "body": "a;b\nc"})
+    row = driver.probe(Probe("r", "sql", "SELECT id, title, body, pinned, NULL, 0.5 FROM notes WHERE id = ?", (900003,), "rows"))
+    assert row == [[900003, "Semi; colon", "a;b\nc", 0, None, 0.5]]

@@ -71,14 +71,23 @@ class AndroidApp:
     launcher: str
     tables: dict[str, Table]
     screens: dict[str, Screen]
+    problems: list[str] = field(default_factory=list)  # files it could not read, and why
 
 
 def read_android_app(src: SourceSnapshot) -> AndroidApp:
     """The app model from the source files (layout XML, strings, manifest, Java or Kotlin, schema)."""
-    strings: dict[str, str] = {}
+    problems: list[str] = []
+    xml: dict[str, ElementTree.Element] = {}
     for path, text in src.files.items():
+        if path.endswith(".xml"):
+            try:
+                xml[path] = ElementTree.fromstring(text)
+            except ElementTree.ParseError as exc:
+                problems.append(f"{path} is not well-formed XML ({exc}); fix it so the app builds and can be read")
+    strings: dict[str, str] = {}
+    for path, root in xml.items():
         if re.search(r"res/values[^/]*/strings\.xml$", path):
-            strings.update({s.get("name"): s.text or "" for s in ElementTree.fromstring(text).iter("string")})
+            strings.update({s.get("name"): s.text or "" for s in root.iter("string")})
 
     def string(value: str | None) -> str:
         return strings.get(value.split("/", 1)[1], "") if value and value.startswith("@string/") else value or ""
@@ -87,15 +96,14 @@ def read_android_app(src: SourceSnapshot) -> AndroidApp:
     for text in src.glob(".sql").values():
         tables.update(parse_schema(text))
     label, launcher = "", ""
-    for path, text in src.files.items():
+    for path, root in xml.items():
         if path.endswith("AndroidManifest.xml"):
-            root = ElementTree.fromstring(text)
             app = root.find("application")
             label = string(app.get(NS + "label")) if app is not None else ""
             for act in root.iter("activity"):
                 if any(c.get(NS + "name") == "android.intent.category.LAUNCHER" for c in act.iter("category")):
                     launcher = act.get(NS + "name", "").rsplit(".", 1)[-1]
-    layouts = {path.rsplit("/", 1)[-1][:-4]: text for path, text in src.files.items() if "/res/layout/" in path and path.endswith(".xml")}
+    layouts = {path.rsplit("/", 1)[-1][:-4]: root for path, root in xml.items() if "/res/layout/" in path}
     screens: dict[str, Screen] = {}
     for path, text in src.files.items():
         if not path.endswith((".java", ".kt")):
@@ -107,12 +115,11 @@ def read_android_app(src: SourceSnapshot) -> AndroidApp:
         screen = _screen(cls.group(1), layouts[layout.group(1)], layouts, string)
         screen.methods = _methods(text)
         screens[screen.activity] = screen
-    return AndroidApp(label, launcher, tables, screens)
+    return AndroidApp(label, launcher, tables, screens, problems)
 
 
-def _screen(activity: str, layout: str, layouts: dict[str, str], string) -> Screen:
+def _screen(activity: str, root: ElementTree.Element, layouts: dict[str, ElementTree.Element], string) -> Screen:
     screen = Screen(activity)
-    root = ElementTree.fromstring(layout)
     labels = {el.get(NS + "labelFor", "").split("/")[-1]: string(el.get(NS + "text")) for el in root.iter() if el.get(NS + "labelFor")}
     for el in root.iter():
         vid = el.get(NS + "id", "").split("/")[-1]
@@ -128,9 +135,9 @@ def _screen(activity: str, layout: str, layouts: dict[str, str], string) -> Scre
         elif tag == "TextView" and vid in labels:
             screen.details[vid] = labels[vid]
         elif el.get(TOOLS + "listitem"):
-            item = layouts.get(el.get(TOOLS + "listitem").split("/")[-1], "")
-            if item:
-                screen.list_columns = [e.get(NS + "id", "").split("/")[-1] for e in ElementTree.fromstring(item).iter() if e.get(NS + "id")]
+            item = layouts.get(el.get(TOOLS + "listitem").split("/")[-1])
+            if item is not None:
+                screen.list_columns = [e.get(NS + "id", "").split("/")[-1] for e in item.iter() if e.get(NS + "id")]
     return screen
 
 
@@ -172,6 +179,7 @@ class StaticAndroidAgent:
     def synthesize(self, request: SynthesisRequest) -> AgentOutput:
         out = AgentOutput()
         app = read_android_app(request.source)
+        out.notes.extend(f"{request.manifest.name}: {problem}" for problem in app.problems)
         paths = _Paths.find(app)
         if paths.table is None:
             out.notes.append(
