@@ -201,6 +201,12 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run_synthesize(args: argparse.Namespace) -> int:
+    from flywheel.llm import configured
+
+    if args.agent == "llm" and not configured():
+        print("error: --agent llm needs a model: set FLYWHEEL_MODEL (e.g. openai/NAME) and FLYWHEEL_API_BASE for a "
+              "vLLM/Ollama server, or FLYWHEEL_API_KEY for a hosted API", file=sys.stderr)
+        return 2
     _prefect_env()
     from rich.console import Console
     from rich.markdown import Markdown

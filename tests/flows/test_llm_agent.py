@@ -277,3 +277,11 @@ def test_tools_answer_bad_arguments_with_an_error_for_the_model(shop_manifest, n
     bench = Workbench(SynthesisRequest(shop_manifest, read_source(shop_manifest), None, 3, 0), "m", "h")
     with pytest.raises(ToolError, match=re.escape(error)):
         bench.call(name, arguments)
+
+
+def test_the_cli_names_the_missing_model_setting(tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FLYWHEEL_")}
+    exe = Path(sys.executable).with_name("flywheel")
+    out = subprocess.run([str(exe), "--lake", str(tmp_path / "lake"), "run", "synthesize-tasks", "--agent", "llm"],
+                         capture_output=True, text=True, timeout=120, env=env)
+    assert out.returncode == 2 and "FLYWHEEL_MODEL" in out.stderr and "FLYWHEEL_API_BASE" in out.stderr
