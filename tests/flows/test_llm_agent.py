@@ -285,3 +285,25 @@ def test_the_cli_names_the_missing_model_setting(tmp_path):
     out = subprocess.run([str(exe), "--lake", str(tmp_path / "lake"), "run", "synthesize-tasks", "--agent", "llm"],
                          capture_output=True, text=True, timeout=120, env=env)
     assert out.returncode == 2 and "FLYWHEEL_MODEL" in out.stderr and "FLYWHEEL_API_BASE" in out.stderr
+
+
+def test_git_tools_read_history_and_an_uncommitted_change(tmp_path):
+    from flows.task_synthesis.agents.tools import Workbench
+    from sandboxes.manifest import load_manifest
+
+    repo = tmp_path / "repo"
+    shutil.copytree(ROOT / "sandboxes" / "shop", repo / "shop", ignore=shutil.ignore_patterns("*.db", "__pycache__"))
+    git(repo, "init", "-q")
+    git(repo, "add", ".")
+    git(repo, "commit", "-qm", "shop as shipped")
+    base = git(repo, "rev-parse", "HEAD")
+    schema = repo / "shop" / "schema.sql"
+    schema.write_text(schema.read_text().replace("    city TEXT NOT NULL,", "    town TEXT NOT NULL,"))
+    manifest = load_manifest(repo / "shop")
+    source = read_source(manifest)
+    assert source.commit.startswith(f"{base[:12]}+dirty-")
+    bench = Workbench(SynthesisRequest(manifest, source, None, 3, 0), "m", "h")
+    assert bench.call("git_log", "{}").endswith("shop as shipped")
+    diff = bench.call("git_diff", json.dumps({"from_commit": base}))
+    assert "-    city TEXT NOT NULL," in diff and "+    town TEXT NOT NULL," in diff
+    assert "town TEXT" in bench.call("read_file", '{"path": "schema.sql", "start": 54, "end": 66}')

@@ -180,9 +180,11 @@ class Workbench:
 
     def _git_diff(self, from_commit: str, to_commit: str | None = None) -> str:
         repo, rel = self._repo()
-        to = to_commit or self.source.commit.split("+")[0]
+        # a commit read from a dirty tree (`<sha>+dirty-<hash>`): its base commit, and the tree on disk
+        pinned, dirty = self.source.commit.split("+")[0], "+dirty" in self.source.commit
+        revs = [from_commit.split("+")[0]] + ([to_commit.split("+")[0]] if to_commit else [] if dirty else [pinned])
         try:
-            text = repo.git.diff(from_commit, to, "--", rel or ".")
+            text = repo.git.diff(*revs, "--", rel or ".")
         except Exception as exc:
             raise ToolError(f"git diff failed: {str(exc).splitlines()[-1][:300]}") from None
         return text[:MAX_TEXT] + ("\n... (diff truncated)" if len(text) > MAX_TEXT else "") if text else "no changes"
