@@ -501,6 +501,20 @@ def _sandbox(args: argparse.Namespace) -> int:
                 while app.healthy():
                     time.sleep(1)
             return 0
+        if chosen[0].sandbox.kind == "android":
+            import time
+
+            from sandboxes.android import open_android_driver
+
+            driver = open_android_driver(chosen[0])  # leases a device from [android] / FLYWHEEL_ADB_*
+            try:
+                driver.reset()
+                print(f"{driver.manifest.name} is up on {driver.serial} (fresh-install state, app launched); Ctrl-C gives the device back")
+                while driver.device_online():
+                    time.sleep(1)
+            finally:
+                driver.close()
+            return 0
         with AppProcess(chosen[0]) as app:
             print(f"{app.manifest.name} is up at {app.base_url}/  (state: {app.state_path}); Ctrl-C stops it")
             app.proc.wait()

@@ -137,7 +137,7 @@ class AdbTarget:
 
 def _server_up(host: str, port: int) -> bool:
     try:
-        with socket.create_connection((host, port), timeout=2):
+        with socket.create_connection((host, port), timeout=2):  # closed at once: the server sees an empty request
             return True
     except OSError:
         return False
@@ -240,8 +240,14 @@ class AndroidDriver:
         self._left_app = False  # the policy itself left the app (home, back past the first screen, open_app)
 
     # ---- adb plumbing ---------------------------------------------------------------------------
+    def _server_check(self) -> None:
+        """adbutils starts a local adb server when it cannot connect; a server that went away is an error here."""
+        if not _server_up(self.client.host, self.client.port):
+            raise SandboxError(f"the adb server at {self.client.host}:{self.client.port} is gone; {ADB_FIX}")
+
     def shell(self, command: str, check: bool = True) -> str:
         """One shell command (shell v2: exit code and stderr apart); a non-zero exit raises when check."""
+        self._server_check()
         result = self.device.shell2(command, v2=True, timeout=120)
         if check and result.returncode != 0:
             raise RuntimeError(f"`{command[:120]}` exited {result.returncode}: {(result.stderr or result.output).strip()[:300]}")
@@ -249,6 +255,7 @@ class AndroidDriver:
 
     def exec_out(self, command: str, stdin: bytes | None = None) -> bytes:
         """The `exec:` service (adb exec-out / exec-in): raw bytes both ways, no terminal in between."""
+        self._server_check()
         c = self.device.open_transport(timeout=120)
         try:
             c.send_command("exec:" + command)
@@ -588,6 +595,8 @@ class AndroidDriver:
         return rows[0][0] if rows and rows[0] else None
 
     def device_online(self) -> bool:
+        if not _server_up(self.client.host, self.client.port):
+            return False
         try:
             return any(d.serial == self.serial and d.state == "device" for d in self.client.list())
         except Exception:

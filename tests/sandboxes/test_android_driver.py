@@ -443,3 +443,17 @@ def test_sql_probes_read_types_and_values_with_semicolons(adb, driver):
     driver.inject(skill, {"id": 900003, "title": "Semi; colon", "body": "a;b\nc"})
     row = driver.probe(Probe("r", "sql", "SELECT id, title, body, pinned, NULL, 0.5 FROM notes WHERE id = ?", (900003,), "rows"))
     assert row == [[900003, "Semi; colon", "a;b\nc", 0, None, 0.5]]
+
+
+def test_a_vanished_adb_server_is_an_error_and_no_local_server_is_started(adb, driver, monkeypatch):
+    import adbutils._adb
+
+    spawned = []
+    monkeypatch.setattr(adbutils._adb.subprocess, "run", lambda *a, **k: spawned.append(a))  # `adb start-server`
+    adb.close()
+    assert not driver.health().ok and not driver.app.healthy()
+    with pytest.raises(SandboxError, match="adb server at 127.0.0.1:.* is gone"):
+        driver.observe()
+    (tap,) = act(driver, {"action": "tap", "x": 10, "y": 10})
+    assert not tap.ok and "is gone" in tap.error
+    assert spawned == []
