@@ -38,6 +38,16 @@ def browser_host():
     host.close()
 
 
+def in_own_thread(fn):
+    """fn() in a new thread, its result returned and its error re-raised. Playwright's sync API allows one
+    instance per thread and the session's browser_host holds the main thread's, so a test that opens a
+    driver of its own (open_driver starts a Playwright) runs it through here."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(fn).result()
+
+
 @pytest.fixture(scope="module")
 def shop_app(shop_manifest):
     from sandboxes.app_process import AppProcess

@@ -14,6 +14,7 @@ from flows.task_synthesis.gate import ValidationGate
 from flows.task_synthesis.source import read_source
 from sandboxes.manifest import ManifestError, load_manifest
 from sandboxes.npm_source import SourceFetchError, fetch
+from tests.conftest import in_own_thread
 
 ROOT = Path(__file__).resolve().parents[2]
 FOLDER = ROOT / "sandboxes" / "todomvc"
@@ -112,15 +113,19 @@ def test_the_gate_verifies_them_in_the_live_app_and_rejects_wrong_ones(todomvc, 
     already = dataclasses.replace(complete, seed=complete.seed + 2, injection=[
         {"skill": complete.injection[0]["skill"], "args": {"value": [
             {**r, "completed": True} for r in complete.injection[0]["args"]["value"]]}}])
-    with open_driver(todomvc) as driver:
-        results = [ValidationGate(driver, skills).validate(c) for c in candidates.candidates]
-        driver.reset()
-        driver.inject(skills[complete.injection[0]["skill"]], complete.injection[0]["args"])
-        from verifier_templates.base import Probe
+    from verifier_templates.base import Probe
 
-        state = driver.probe(Probe("state", "js", todomvc.state.page_expression()))
-        wrong = ValidationGate(driver, skills).validate(wrong_box)
-        done_before = ValidationGate(driver, skills).validate(already)
+    def run_gate():
+        with open_driver(todomvc) as driver:
+            results = [ValidationGate(driver, skills).validate(c) for c in candidates.candidates]
+            driver.reset()
+            driver.inject(skills[complete.injection[0]["skill"]], complete.injection[0]["args"])
+            state = driver.probe(Probe("state", "js", todomvc.state.page_expression()))
+            wrong = ValidationGate(driver, skills).validate(wrong_box)
+            done_before = ValidationGate(driver, skills).validate(already)
+        return results, state, wrong, done_before
+
+    results, state, wrong, done_before = in_own_thread(run_gate)
     verified = [r for r in results if r.status == "verified"]
     assert len(verified) >= 8, [(r.reason, r.detail) for r in results if r.status != "verified"]
     assert state == complete.injection[0]["args"]["value"], "the injected records are what the app shows"
@@ -145,8 +150,12 @@ def test_a_js_expression_over_the_rendered_page_is_the_state_probe(todomvc, tmp_
     out = get_agent("static").synthesize(SynthesisRequest(manifest, read_source(manifest), None, 7, 1))
     skills = {s.name: s for s in out.skills}
     assert {c.verifier["params"].get("expression") for c in out.candidates if c.verifier["template"] == "js_state_matches"} == {DOM_STATE}
-    with open_driver(manifest) as driver:
-        results = [ValidationGate(driver, skills).validate(c) for c in out.candidates]
+
+    def run_gate():
+        with open_driver(manifest) as driver:
+            return [ValidationGate(driver, skills).validate(c) for c in out.candidates]
+
+    results = in_own_thread(run_gate)
     assert sum(r.status == "verified" for r in results) >= 6, [(r.reason, r.detail) for r in results]
 
 
