@@ -17,6 +17,11 @@ class DeviceProfile:
     has_touch: bool
     user_agent: str | None
 
+    @property
+    def screen_pixels(self) -> tuple[int, int]:
+        """The screenshot's size: the viewport in device pixels (what a phone agent's screenshots measure)."""
+        return round(self.viewport[0] * self.device_scale_factor), round(self.viewport[1] * self.device_scale_factor)
+
     def context_options(self) -> dict[str, Any]:
         """Keyword arguments for Playwright's browser.new_context."""
         w, h = self.viewport

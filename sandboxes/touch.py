@@ -9,13 +9,22 @@ from typing import Any
 from sandboxes.actions import LongPress, Swipe, Tap
 
 SWIPE_STEPS = 10
+TAP_CLICK_WAIT_MS = 1000
 
 
 def touch(page: Any, action: Tap | LongPress | Swipe, px: Callable[[int, int], tuple[float, float]]) -> None:
     """Performs a mobile action with touch events at 0..999 grid points (`px` maps them to CSS pixels)."""
     x, y = px(action.x, action.y)
     if isinstance(action, Tap):
+        # The click a tap makes comes a moment after the touch ends; wait for it, so a link it follows has
+        # started loading before the driver settles (on a loaded machine it can trail the touch by 100 ms).
+        page.evaluate("() => { window.__flywheelTap = 0; addEventListener('click', () => { window.__flywheelTap = 1 },"
+                      " {capture: true, once: true}); }")
         page.touchscreen.tap(x, y)
+        try:
+            page.wait_for_function("() => window.__flywheelTap === 1", timeout=TAP_CLICK_WAIT_MS)
+        except Exception:  # no click (the tap dismissed a selection), or the page is already navigating away
+            pass
         return
     cdp = page.context.new_cdp_session(page)
     try:

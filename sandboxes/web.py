@@ -292,7 +292,7 @@ class WebDriver:
             title=self.page.title(),
             ui_tree=self.page.locator("body").aria_snapshot(),
             screenshot=self.page.screenshot() if screenshot else None,
-            screen_size=self.viewport,
+            screen_size=self.profile.screen_pixels if self.profile else self.viewport,  # the screenshot's size
         )
 
     def locate(self, target: Target):
