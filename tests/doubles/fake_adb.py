@@ -123,8 +123,10 @@ class SimulatedNotesApp:
         if not self.db_path.exists():
             self.db_path.parent.mkdir(parents=True, exist_ok=True)
             con = sqlite3.connect(self.db_path)
-            for asset in ("schema.sql", "seed.sql"):
-                con.executescript((self.source / "assets" / asset).read_text())
+            for asset in ("schema.sql", "seed.sql"):  # NotesDbHelper.runScript: drop comments, split on ';'
+                for statement in re.sub(r"--[^\n]*", "", (self.source / "assets" / asset).read_text()).split(";"):
+                    if statement.strip():
+                        con.execute(statement)
             con.commit()
             con.close()
         con = sqlite3.connect(self.db_path, timeout=10)

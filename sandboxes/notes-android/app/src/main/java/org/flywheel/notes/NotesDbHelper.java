@@ -4,6 +4,7 @@ import android.content.Context;
 import android.database.sqlite.SQLiteDatabase;
 import android.database.sqlite.SQLiteOpenHelper;
 
+import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.InputStream;
 import java.nio.charset.StandardCharsets;
@@ -32,7 +33,12 @@ public class NotesDbHelper extends SQLiteOpenHelper {
     private void runScript(SQLiteDatabase db, String asset) {
         String sql;
         try (InputStream in = context.getAssets().open(asset)) {
-            sql = new String(in.readAllBytes(), StandardCharsets.UTF_8);
+            ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+            byte[] buffer = new byte[8192];
+            for (int n; (n = in.read(buffer)) != -1; ) {
+                bytes.write(buffer, 0, n);
+            }
+            sql = new String(bytes.toByteArray(), StandardCharsets.UTF_8);
         } catch (IOException e) {
             throw new IllegalStateException("missing asset " + asset, e);
         }
