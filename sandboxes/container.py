@@ -425,6 +425,7 @@ class ContainerApp:
         seconds = max(1, math.ceil(timeout))
         api = self.client.api
         previous, api.timeout = api.timeout, seconds + 30  # the engine answers after the command ends
+        started = time.monotonic()
         try:
             result = self.container.exec_run(
                 ["timeout", "-s", "KILL", str(seconds), "sh", "-c", command], workdir=workdir, user=self.user,
@@ -437,7 +438,8 @@ class ContainerApp:
             "exit_code": result.exit_code,
             "stdout": (out or b"")[-OUTPUT_LIMIT:].decode(errors="replace"),
             "stderr": (err or b"")[-OUTPUT_LIMIT:].decode(errors="replace"),
-            "timed_out": result.exit_code == TIMEOUT_EXIT,
+            # 137 is also the OOM killer's SIGKILL: only a command that ran its full time was timed out
+            "timed_out": result.exit_code == TIMEOUT_EXIT and time.monotonic() - started >= seconds - 0.5,
         }
 
     def read_file(self, rel: str) -> dict[str, Any]:
@@ -554,8 +556,9 @@ class ContainerDriver:
         if out["timed_out"]:
             return ActionResult(ok=False, error=f"shell: killed after {action.timeout:g}s", details=out)
         if out["exit_code"] != 0:
-            tail = out["stderr"].strip().splitlines()[-1:] or [""]
-            return ActionResult(ok=False, error=f"shell: exit {out['exit_code']}: {tail[0][:200]}", details=out)
+            code = out["exit_code"]
+            tail = out["stderr"].strip().splitlines()[-1:] or [f"killed by signal {code - 128}" if code > 128 else ""]
+            return ActionResult(ok=False, error=f"shell: exit {code}: {tail[0][:200]}", details=out)
         return ActionResult(ok=True, details=out)
 
     def probe(self, probe: Probe) -> Any:

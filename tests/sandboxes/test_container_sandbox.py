@@ -98,6 +98,18 @@ def test_the_container_runs_with_no_network_limits_and_no_privileges(app, manife
     assert app.exec("ls /sys/class/net")["stdout"].split() == ["lo"]
 
 
+def test_the_limits_hold_inside(manifest):
+    """Memory past mem_limit is killed (not mistaken for a timeout); forks past pids_limit fail."""
+    needs_engine()
+    with ContainerApp(manifest, warm_spare=False) as app:
+        hog = app.exec(f"{container_python()} -c \"b = bytearray(600 * 2**20); b[::4096] = b'x' * len(b[::4096])\"", timeout=60)
+        assert hog["exit_code"] == 137 and not hog["timed_out"]
+        small = app.exec(f"{container_python()} -c \"b = bytearray(64 * 2**20); print(len(b))\"")
+        assert small["exit_code"] == 0 and small["stdout"] == f"{64 * 2**20}\n"
+        forks = app.exec("for i in $(seq 300); do sleep 30 & done; echo all started", timeout=30)
+        assert forks["exit_code"] != 0 and "can't fork" in forks["stderr"] and "all started" not in forks["stdout"]
+
+
 def test_nothing_outside_the_container_is_reachable_from_a_shell(app):
     """The forwarder's port answers on the host's loopback, and the same address fails inside; so does
     the outside world."""
