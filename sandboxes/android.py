@@ -144,7 +144,9 @@ def _server_up(host: str, port: int) -> bool:
 
 
 def lease_device(manifest: SandboxManifest, target: AdbTarget):
-    """An adbutils device no other driver in this process holds; connects farm serials (host:port) first."""
+    """An adbutils device no other driver in this process holds; connects farm serials (host:port) first.
+    The device is addressed by its transport id, so a command is one connection to the adb server (by
+    serial, adbutils asks the server's version first on every command: twice the round trips to a farm)."""
     import adbutils
 
     if not _server_up(target.host, target.port):  # adbutils would try to spawn a local adb server instead
@@ -155,7 +157,8 @@ def lease_device(manifest: SandboxManifest, target: AdbTarget):
         for serial in target.serials:
             if ":" in serial and serial not in online:
                 client.connect(serial, timeout=10)
-        online = {d.serial for d in client.list() if d.state == "device"}
+        infos = {d.serial: d for d in client.list(extended=True) if d.state == "device"}
+        online = set(infos)
     except adbutils.AdbError as exc:
         raise SandboxError(f"{manifest.name}: the adb server at {target.host}:{target.port} failed: {exc}; {ADB_FIX}") from None
     wanted = [s for s in target.serials if s in online] if target.serials else sorted(online)
@@ -164,7 +167,8 @@ def lease_device(manifest: SandboxManifest, target: AdbTarget):
             key = (target.host, target.port, serial)
             if key not in _LEASES:
                 _LEASES.add(key)
-                return client, client.device(serial), key
+                tid = infos[serial].transport_id
+                return client, client.device(transport_id=tid) if tid else client.device(serial), key
     if not wanted:
         missing = f" (wanted {', '.join(target.serials)})" if target.serials else ""
         raise SandboxError(f"{manifest.name}: no device online at {target.host}:{target.port}{missing}; {ADB_FIX}")
@@ -219,14 +223,14 @@ class AndroidDriver:
     """Drives one app on one leased device: reset, inject, observe, act, probe, health, close."""
 
     def __init__(self, manifest: SandboxManifest, device: Any, lease: tuple[str, int, str] | None = None,
-                 settle_s: float = 0.3, workdir: Path | None = None, client: Any = None) -> None:
+                 settle_s: float = 0.3, workdir: Path | None = None, client: Any = None, serial: str | None = None) -> None:
         if manifest.android is None:
             raise SandboxError(f"{manifest.name}: not an android sandbox (no [android] table)")
         self.manifest = manifest
         self.spec = manifest.android
         self.package = self.spec.package
         self.device = device
-        self.serial = device.serial
+        self.serial = serial or device.serial
         self.settle_s = settle_s
         self.client = client or device._client
         self._lease = lease
@@ -680,7 +684,7 @@ def open_android_driver(manifest: SandboxManifest) -> AndroidDriver:
     target = AdbTarget.of(manifest)
     client, device, key = lease_device(manifest, target)
     try:
-        driver = AndroidDriver(manifest, device, key, settle_s=target.settle_s, client=client)
+        driver = AndroidDriver(manifest, device, key, settle_s=target.settle_s, client=client, serial=key[2])
         driver.take_snapshot()
         return driver
     except SandboxError:
@@ -688,7 +692,7 @@ def open_android_driver(manifest: SandboxManifest) -> AndroidDriver:
         raise
     except Exception as exc:
         _release(key)
-        raise SandboxError(f"{manifest.name}: device {device.serial} failed while opening: {exc}; {ADB_FIX}") from None
+        raise SandboxError(f"{manifest.name}: device {key[2]} failed while opening: {exc}; {ADB_FIX}") from None
 
 
 class DeviceStateCopy:

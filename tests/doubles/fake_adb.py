@@ -1,7 +1,7 @@
 """TEST DOUBLE, not a device: a fake adb server on 127.0.0.1 with fake devices behind it.
 
 It speaks the adb host protocol the way adbutils uses it (host:version, host:devices[-l],
-host:transport:<serial> / host:tport:serial:<serial>, host-serial:<serial>:features|get-state,
+host:transport-id:<id> / host:transport:<serial> / host:tport:serial:<serial>, host-serial:<serial>:features|get-state,
 host:connect:<addr>, then shell:, shell,v2: and exec: services), records every request it receives
 (`server.requests`, e.g. ("emulator-5554", "shell,v2:input tap 540 1170")), and answers like a device:
 `wm size`, `dumpsys window`, `uiautomator dump`, `screencap -p`, `input ...`, `am`, `monkey`, `pm clear`,
@@ -29,6 +29,7 @@ import sqlite3
 import struct
 import tempfile
 import threading
+import time
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -618,10 +619,12 @@ class FakeAdbServer:
 
     VERSION = 41
 
-    def __init__(self, devices: list[FakeDevice] | None = None, port: int = 0) -> None:
+    def __init__(self, devices: list[FakeDevice] | None = None, port: int = 0, latency_s: float = 0.0) -> None:
         self.devices: dict[str, FakeDevice] = {d.serial: d for d in devices or []}
+        self.transport_ids = {d.serial: i + 1 for i, d in enumerate(devices or [])}  # stable, never reused
         self.connectable: dict[str, FakeDevice] = {}  # host:port -> device, for `adb connect`
         self.requests: list[tuple[str | None, str]] = []
+        self.latency_s = latency_s  # a round trip to a remote server (a device farm): per connection and per request
         self._lock = threading.Lock()
         self._port = port
         self._server: socketserver.ThreadingTCPServer | None = None
@@ -676,30 +679,45 @@ class FakeAdbServer:
 
     def _serve(self, sock: socket.socket) -> None:
         serial: str | None = None
+        if self.latency_s:
+            time.sleep(self.latency_s)  # the TCP handshake's round trip
         while True:
             request = _read_request(sock)
             if request is None:
                 return
             self._record(serial, request)
+            if self.latency_s:
+                time.sleep(self.latency_s)
             if request == "host:version":
                 return _okay(sock, f"{self.VERSION:04x}")
             if request in ("host:devices", "host:devices-l"):
                 lines = []
-                for i, s in enumerate(sorted(self.devices)):
-                    extra = f" product:sdk_phone64 model:Fake_Pixel device:fake transport_id:{i + 1}" if request.endswith("-l") else ""
+                for s in sorted(self.devices):
+                    extra = f" product:sdk_phone64 model:Fake_Pixel device:fake transport_id:{self.transport_ids[s]}" if request.endswith("-l") else ""
                     lines.append(f"{s}\tdevice{extra}" if not extra else f"{s}  device{extra}")
                 return _okay(sock, "".join(line + "\n" for line in lines))
             if request.startswith("host:connect:"):
                 addr = request.split(":", 2)[2]
                 if addr in self.connectable:
                     self.devices[addr] = self.connectable[addr]
+                    self.transport_ids.setdefault(addr, max(self.transport_ids.values(), default=0) + 1)
                     return _okay(sock, f"connected to {addr}")
                 return _okay(sock, f"failed to connect to '{addr}': Connection refused")
-            m = re.fullmatch(r"host-serial:(.+):(features|get-state)", request)
+            m = re.fullmatch(r"host-(serial|transport-id):(.+):(features|get-state)", request)
             if m:
-                if m.group(1) not in self.devices:
-                    return _fail(sock, f"device '{m.group(1)}' not found")
-                return _okay(sock, "shell_v2,cmd,stat_v2" if m.group(2) == "features" else "device")
+                by_id = {str(t): s for s, t in self.transport_ids.items()}
+                who = by_id.get(m.group(2), "") if m.group(1) == "transport-id" else m.group(2)
+                if who not in self.devices:
+                    return _fail(sock, f"device '{m.group(2)}' not found")
+                return _okay(sock, "shell_v2,cmd,stat_v2" if m.group(3) == "features" else "device")
+            m = re.fullmatch(r"host:transport-id:(\d+)", request)
+            if m:
+                by_id = {t: s for s, t in self.transport_ids.items() if s in self.devices}
+                if int(m.group(1)) not in by_id:
+                    return _fail(sock, f"no device with transport id '{m.group(1)}'")
+                serial = by_id[int(m.group(1))]
+                sock.sendall(b"OKAY")
+                continue
             m = re.fullmatch(r"host:(?:transport:|tport:serial:)(.+)", request)
             if m:
                 if m.group(1) not in self.devices:

@@ -328,7 +328,7 @@ def test_a_device_lost_mid_episode_ends_it_as_env_error_and_the_judge_agrees(adb
     assert whole.steps[0]["url"] == f"android-app://{PKG}/.NotesListActivity" and whole.steps[0]["screen_width"] == 1080
     cut = run_episode(driver, lake, task, {}, UnpluggedAfterOneStep(), 1, "r-cut")
     assert cut.trajectory["ended"] == "env_error" and "gone from the adb server" in cut.trajectory["end_detail"]
-    assert len(cut.steps) == 2 and not cut.steps[1]["ok"] and "not found" in cut.steps[1]["error"]  # typed into a gone device
+    assert len(cut.steps) == 2 and not cut.steps[1]["ok"] and "transport id" in cut.steps[1]["error"]  # typed into a gone device
     verdict = judge_trajectory(cut.trajectory, task.to_row("verified", None, None, "r", None))
     assert verdict["verdict"] == "env_error"
 
@@ -457,3 +457,9 @@ def test_a_vanished_adb_server_is_an_error_and_no_local_server_is_started(adb, d
     (tap,) = act(driver, {"action": "tap", "x": 10, "y": 10})
     assert not tap.ok and "is gone" in tap.error
     assert spawned == []
+
+
+def test_each_command_is_one_connection_to_the_server_by_transport_id(adb, driver):
+    mark = len(adb.requests)
+    act(driver, {"action": "tap", "x": 500, "y": 500})
+    assert [r for _, r in adb.requests[mark:]] == ["host:transport-id:1", "shell,v2:input tap 540 1170"]
