@@ -98,11 +98,17 @@ class Workbench:
     retired: list[dict[str, Any]] = field(default_factory=list)
     submitted: str | None = None
     session: Any = None  # a live driver session, opened by the first validate_task
+    # the live sandbox lives on a thread of its own: Playwright's sync API allows one instance per thread,
+    # and the caller's thread may hold one already
+    worker: Any = None
 
     def close(self) -> None:
-        if self.session is not None:
-            self.session.close()
-            self.session = None
+        if self.worker is not None:
+            if self.session is not None:
+                self.worker.submit(self.session.close).result()
+                self.session = None
+            self.worker.shutdown()
+            self.worker = None
 
     @property
     def sandbox(self) -> str:
@@ -345,10 +351,17 @@ class Workbench:
         spec = self.candidates.get(task_id)
         if spec is None:
             raise ToolError(f"no proposed task {task_id!r}; proposed: {', '.join(self.candidates) or 'none'}")
-        try:
+        def validate():
             if self.session is None:
                 self.session = open_driver(self.request.manifest)
-            result = ValidationGate(self.session.driver, self.stored_skills | self.skills).validate(spec)
+            return ValidationGate(self.session.driver, self.stored_skills | self.skills).validate(spec)
+
+        if self.worker is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            self.worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="agent-sandbox")
+        try:
+            result = self.worker.submit(validate).result()
         except SandboxError as exc:
             raise ToolError(f"the live sandbox failed: {exc}") from None
         checks = [{"check": c.check, "passed": c.passed, "expected": c.expected, "reason": c.verdict_reason,
