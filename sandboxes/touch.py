@@ -40,3 +40,18 @@ def touch(page: Any, action: Tap | LongPress | Swipe, px: Callable[[int, int], t
         cdp.send("Input.dispatchTouchEvent", {"type": "touchEnd", "touchPoints": []})
     finally:
         cdp.detach()
+
+
+def control_name_at(page: Any, x: float, y: float) -> str | None:
+    """The visible name of the button or link under a point (CSS pixels), so a tap on a control the manifest
+    declares sensitive is flagged as a click on it would be."""
+    return page.evaluate(
+        """([x, y]) => {
+            const v = window.visualViewport;  // a phone may show the page zoomed out: screen px -> page px
+            const el = document.elementFromPoint(x / v.scale + v.offsetLeft, y / v.scale + v.offsetTop);
+            const c = el && el.closest('button, a, [role=button], input[type=submit], input[type=button]');
+            if (!c) return null;
+            return (c.getAttribute('aria-label') || c.innerText || c.value || '').trim() || null;
+        }""",
+        [x, y],
+    )

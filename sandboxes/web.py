@@ -41,7 +41,7 @@ from sandboxes.app_process import AppProcess, SandboxError, free_port, stop_proc
 from sandboxes.device_profiles import DeviceProfile
 from sandboxes.driver import ActionResult, Health, Observation
 from sandboxes.skills import InjectionError, Skill, local_storage_entries, run_skill
-from sandboxes.touch import touch
+from sandboxes.touch import control_name_at, touch
 from verifier_templates.base import Probe
 
 CHROMIUM_ARGS = [
@@ -346,9 +346,11 @@ class WebDriver:
             page.mouse.move(*self._px(action.x, action.y))
             return ActionResult(ok=True, point=(action.x, action.y))
         if isinstance(action, (Tap, LongPress, Swipe)) and self.profile and self.profile.has_touch:
+            name = control_name_at(page, *self._px(action.x, action.y)) if isinstance(action, Tap) else None
             touch(page, action, self._px)
             self.settle(after_input=True)
-            return ActionResult(ok=True, point=(action.x, action.y))
+            sensitive = self.manifest.sensitive_kind(name) if name else None
+            return ActionResult(ok=True, point=(action.x, action.y), sensitive=sensitive)
         if isinstance(action, (Drag, Swipe)):
             page.mouse.move(*self._px(action.x, action.y))
             page.mouse.down()

@@ -78,6 +78,20 @@ def test_tap_long_press_and_swipe_act_through_touch_events(phone):
 
 
 
+def test_a_tap_on_a_sensitive_control_is_flagged_like_a_click(phone):
+    address_id = phone.probe(Probe("id", "sql", "SELECT min(id) FROM addresses"))
+    act(phone, {"action": "goto", "url": f"/addresses/{address_id}/edit"})
+    button = phone.page.get_by_role("button", name="Delete", exact=True)
+    button.scroll_into_view_if_needed()
+    box = button.bounding_box()
+    x, y = round((box["x"] + box["width"] / 2) * 999 / 390), round((box["y"] + box["height"] / 2) * 999 / 844)
+    (pressed,) = act(phone, {"action": "tap", "x": x, "y": y})
+    assert pressed.sensitive == "delete"
+    assert phone.probe(Probe("n", "sql", "SELECT count(*) FROM addresses WHERE id = ?", (address_id,))) == 0
+    (elsewhere,) = act(phone, {"action": "tap", "x": 500, "y": 40})
+    assert elsewhere.sensitive is None
+
+
 def test_touch_policy_turns_the_reference_into_taps_that_do_the_task(phone):
     policy = TouchPolicy(ReplayPolicy(), phone, "phone")
     policy.start(TaskSpec("shop", "c", "create", "addresses", "add it", {}, 0, [], {}, ADD_ADDRESS), 0)
