@@ -208,6 +208,7 @@ class ContainerApp:
         self._current: _Booted | None = None
         self._spare: _Booted | BaseException | None = None
         self._spare_thread: threading.Thread | None = None
+        self._spare_client: Any = None  # its own engine connection: the spare boots beside the episode
         self._rundir: Path | None = None
         uid = os.getuid()
         # Unprivileged inside: the host user's ids, or nobody when the host runs as root.
@@ -298,7 +299,9 @@ class ContainerApp:
         def boot() -> None:
             _dispose(dispose)
             try:
-                self._spare = self._boot(docker_client())  # its own connection: this runs beside the episode
+                if self._spare_client is None:
+                    self._spare_client = docker_client()
+                self._spare = self._boot(self._spare_client)
             except BaseException as exc:
                 self._spare = exc
 
@@ -399,6 +402,9 @@ class ContainerApp:
 
     def close(self) -> None:
         self.stop()
+        if self._spare_client is not None:
+            self._spare_client.close()
+            self._spare_client = None
         if self.forwarder is not None:
             self.forwarder.close()
             self.forwarder = None
