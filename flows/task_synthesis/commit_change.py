@@ -75,8 +75,7 @@ def handle_new_commit(manifest, lake: Lake, run_id: str, commit: str, output, wo
             retirements.append((row, BROKEN, f"{result.reason}: {result.detail}"))
         outcome[SUPERSEDED if result.status == "verified" else BROKEN] += 1
     if verified:
-        land = getattr(synthesis, "land", None) or synthesis._land
-        land(lake, run_id, sandbox, "recheck", new_skills, verified)
+        synthesis.land(lake, run_id, sandbox, "recheck", new_skills, verified)
     retire(lake, run_id, sandbox, retirements, by="gate")
     return [f"{sandbox}: new commit {commit[:12]}: {len(by_agent)} pairs retired by the agent; re-gated "
             f"{len(successors)}: {json.dumps(dict(outcome))}"]
