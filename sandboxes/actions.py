@@ -153,8 +153,25 @@ class MouseMove(_At):
     action: Literal["mouse_move"] = "mouse_move"
 
 
-class Drag(_FromTo):
+class Drag(_Action):
+    """A left-button drag from (x, y) to (x2, y2); or, semantically, from the element `target` names (by
+    its drag handle when it has one) onto the element `to` names: "drag this card onto that board"."""
+
     action: Literal["left_click_drag"] = "left_click_drag"
+    target: Target | None = None
+    to: Target | None = None
+    x: Coord | None = None
+    y: Coord | None = None
+    x2: Coord | None = None
+    y2: Coord | None = None
+
+    @model_validator(mode="after")
+    def _ends(self) -> Drag:
+        if self.target is None and (self.x is None or self.y is None):
+            raise ValueError("a drag needs a target or both x and y where it starts")
+        if self.to is None and (self.x2 is None or self.y2 is None):
+            raise ValueError("a drag needs a `to` target or both x2 and y2 where it ends")
+        return self
 
 
 class Screenshot(_Action):

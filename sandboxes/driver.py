@@ -23,7 +23,7 @@ class Observation:
 class ActionResult:
     ok: bool
     error: str | None = None
-    point: tuple[int, int] | None = None  # where it landed, on the 0..999 grid
+    point: tuple[int, ...] | None = None  # where it landed, on the 0..999 grid; a drag: (x, y, x2, y2)
     sensitive: str | None = None  # the sensitive kind of the control acted on, if any
     details: dict[str, Any] = field(default_factory=dict)
 

@@ -51,6 +51,7 @@ class SourceSpec(_Strict):
 class StartSpec(_Strict):
     command: list[str] = Field(min_length=1)
     ready_path: str = "/"
+    home_path: str = "/"  # the page the app opens on (a demo in a package subfolder: "/example/index.html")
     start_timeout_s: float = 30.0
     isolation: Literal["process", "container"] = "process"
 

@@ -52,6 +52,9 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--no-first-run",
     "--disable-sync",
+    # Sandboxes are offline: a page's request to an outside host (a web font, analytics) fails at once
+    # instead of waiting on DNS and holding up the load event (5-12 s for jKanban's demo font here).
+    "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE localhost, EXCLUDE 127.0.0.1",
     # Chromium takes the last --disable-features, so this repeats the features Playwright disables
     # and adds RenderDocument: a new frame host per same-site navigation costs ~35% more CPU per
     # page load (measured: 99 -> 62 ms CPU per navigation on the shop; bench/validation.py).
@@ -62,6 +65,21 @@ CHROMIUM_ARGS = [
 SYSTEM_CHROMIUMS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 BROWSER_FIX = "install one: `sudo apt-get install -y chromium` (Debian/Ubuntu) or `playwright install chromium`"
 ACTION_TIMEOUT_MS = 2000  # server-rendered sandboxes show their elements on load; a missing one is an error
+
+
+# From the element up to its card (the first ancestor holding any grip): that card's one grip, or null.
+_FIND_GRIP = """el => {
+  const GRIP = '[class*="handle" i], [class*="grip" i]';
+  for (let card = el, up = 0; card && up < 5; card = card.parentElement, up++) {
+    const all = [...card.querySelectorAll(GRIP)];
+    const grips = all.filter(g => !all.includes(g.parentElement.closest(GRIP)));  // outermost only
+    if (grips.length === 0) continue;
+    if (grips.length > 1) return null;
+    const r = grips[0].getBoundingClientRect();
+    return r.width && r.height ? {x: r.x + r.width / 2, y: r.y + r.height / 2} : null;
+  }
+  return null;
+}"""
 
 
 def system_chromium() -> str | None:
@@ -234,7 +252,7 @@ class WebDriver:
     def _ensure_started(self) -> None:
         if self._at_start:
             self._at_start = False
-            self.page.goto(self.app.base_url + "/")
+            self.page.goto(self.app.base_url + self.manifest.start.home_path)
 
     def _new_context(self) -> None:
         if self.context is not None:
@@ -351,6 +369,15 @@ class WebDriver:
             self.settle(after_input=True)
             sensitive = self.manifest.sensitive_kind(name) if name else None
             return ActionResult(ok=True, point=(action.x, action.y), sensitive=sensitive)
+        if isinstance(action, Drag) and (action.target or action.to):
+            start = self._grip(self.locate(action.target)) if action.target else self._px(action.x, action.y)
+            end = self._centre(self.locate(action.to), scroll=False) if action.to else self._px(action.x2, action.y2)
+            page.mouse.move(*start)
+            page.mouse.down()
+            page.mouse.move(*end, steps=8)  # drag libraries (dragula, SortableJS) start on mousemove
+            page.mouse.up()
+            self.settle(after_input=True)
+            return ActionResult(ok=True, point=(*self._grid(*start), *self._grid(*end)))
         if isinstance(action, (Drag, Swipe)):
             page.mouse.move(*self._px(action.x, action.y))
             page.mouse.down()
@@ -370,7 +397,7 @@ class WebDriver:
             if action.button == "back":
                 page.go_back()
             elif action.button == "home":
-                page.goto(self.app.base_url + "/")
+                page.goto(self.app.base_url + self.manifest.start.home_path)
             elif action.button == "enter":
                 page.keyboard.press("Enter")
             else:
@@ -418,9 +445,30 @@ class WebDriver:
         box = loc.bounding_box()
         if not box:
             return None
+        return self._grid(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+
+    def _grid(self, px: float, py: float) -> tuple[int, int]:
         w, h = self.viewport
-        cx, cy = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
-        return (max(0, min(999, round(cx * 999 / w))), max(0, min(999, round(cy * 999 / h))))
+        return (max(0, min(999, round(px * 999 / w))), max(0, min(999, round(py * 999 / h))))
+
+    def _centre(self, loc, scroll: bool = True) -> tuple[float, float]:
+        """The centre of the element's part inside the viewport (scrolled into view first, unless a
+        drag is holding something that scrolling would move from under the pointer)."""
+        if scroll:
+            loc.scroll_into_view_if_needed()
+        box, (w, h) = loc.bounding_box(), self.viewport
+        left, top = max(0.0, box["x"]) if box else 0.0, max(0.0, box["y"]) if box else 0.0
+        right, bottom = (min(w, box["x"] + box["width"]), min(h, box["y"] + box["height"])) if box else (0.0, 0.0)
+        if right <= left or bottom <= top:
+            raise SandboxError("the element is not on screen")
+        return (left + right) / 2, (top + bottom) / 2
+
+    def _grip(self, loc) -> tuple[float, float]:
+        """Where a person grabs the element to drag it: its drag handle when the card around it has exactly
+        one (an element whose class names a handle, handler or grip), else its centre."""
+        self._centre(loc)  # on screen, or one clear error
+        grip = loc.evaluate(_FIND_GRIP)
+        return (grip["x"], grip["y"]) if grip else self._centre(loc)
 
     # ---- probe and health -----------------------------------------------------------------------
     def probe(self, probe: Probe) -> Any:

@@ -166,7 +166,7 @@ class Explorer:
         self.reader = state_reader(self.manifest, self.driver)
         self.initial = self.reader.read()
         self.app_values = _app_values(self.initial) if self.reader.kind == "sqlite" else {}
-        self._push("goto", url="/")
+        self._push("goto", url=self.manifest.start.home_path if self.manifest.start else "/")
         for key, area in self.areas.areas.items():  # target screens reachable without parameters
             if key in self.targets and area.kind == "screen" and "<>" not in key:
                 self._push("goto", url=key)
@@ -336,11 +336,13 @@ class Explorer:
             act = self._value(f, form, node, rng)
             if act is not None:
                 actions.append(act)
-                fills[f.label] = str(act.get("text", act.get("option", act.get("checked"))))
+                fills[f.label or "text"] = str(act.get("text", act.get("option", act.get("checked"))))
         return fills, actions
 
     def _value(self, f: FormField, form: FormAffordance, node: StateInfo, rng: random.Random) -> dict | None:
         target = self._field_target(node.affordances, form, f.label) if form.submit == "button" else {"role": f.role, "name": f.label}
+        if not f.label:  # a field without a label: by its role and its place on the page
+            target = {"role": f.role, "nth": f.nth} if f.nth else {"role": f.role}
         if f.role == "combobox":
             options = [o for o in f.options if o != f.selected and o.strip() and not o.strip().startswith(("—", "-", "Choose", "Select"))]
             return {"action": "select", "target": target, "option": rng.choice(options)} if options else None

@@ -148,6 +148,7 @@ class FormField:
     options: list[str] = field(default_factory=list)  # combobox options
     selected: str | None = None
     checked: bool = False
+    nth: int = 0  # its place among the page's fields of its role (how a field without a label is found)
 
 
 @dataclass
@@ -174,8 +175,10 @@ def affordances(tree: UiNode | str) -> Affordances:
     forms: list[FormAffordance] = []
     loose: list[str] = []
     loose_fields: list[FormField] = []
+    per_role: dict[str, int] = {}  # fields of each role so far, in page order
+    unlabelled: dict[int, tuple[UiNode, list[FormField]]] = {}  # parent -> its text fields without a label
 
-    def visit(node: UiNode, form: FormAffordance | None) -> None:
+    def visit(node: UiNode, form: FormAffordance | None, parent: UiNode | None) -> None:
         if node.role in FORM_ROLES:
             form = FormAffordance(node.name, [], [])
             forms.append(form)
@@ -183,20 +186,33 @@ def affordances(tree: UiNode | str) -> Affordances:
             links.append((node.name, node.url))
         elif node.role == "button" and node.name:
             (form.buttons if form is not None else loose).append(node.name)
-        elif node.role in FIELD_ROLES and node.name:
+        elif node.role in FIELD_ROLES:
+            nth = per_role[node.role] = per_role.get(node.role, -1) + 1
             options = [c.name for c in node.children if c.role == "option"]
             selected = next((c.name for c in node.children if c.role == "option" and "selected" in c.attrs), None)
-            found = FormField(node.role, node.name, node.value, options, selected, "checked" in node.attrs)
-            (form.fields if form is not None else loose_fields).append(found)
+            found = FormField(node.role, node.name, node.value, options, selected, "checked" in node.attrs, nth)
+            if node.name:
+                (form.fields if form is not None else loose_fields).append(found)
+            elif form is None and parent is not None and node.role in ("textbox", "searchbox"):
+                unlabelled.setdefault(id(parent), (parent, []))[1].append(found)
         for c in node.children:
-            visit(c, form)
+            visit(c, form, node)
 
-    visit(root, None)
+    visit(root, None, None)
     names = [f.label for f in forms]
     for f in forms:
         f.label_unique = bool(f.label) and names.count(f.label) == 1
+    # a script-built form without a name (its <form> has no role then): text fields without a label and
+    # the buttons beside them (e.g. a textarea with Submit and Cancel) are one form
+    claimed: set[str] = set()
+    for parent, fields in unlabelled.values():
+        beside = [c.name for c in parent.children if c.role == "button" and c.name]
+        if beside:
+            forms.append(FormAffordance("", fields, beside, label_unique=False))
+            claimed.update(beside)
     for name in dict.fromkeys(loose):  # buttons outside any named form: each is its own affordance
-        forms.append(FormAffordance("", [], [name], label_unique=False))
+        if name not in claimed:
+            forms.append(FormAffordance("", [], [name], label_unique=False))
     # fields outside any form (script-driven pages): a text field submits with Enter, a checkbox toggles
     for f in loose_fields:
         if f.role in ("textbox", "searchbox") and not loose:

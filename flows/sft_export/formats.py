@@ -32,7 +32,7 @@ import pyarrow as pa
 
 from flows.sft_export.config import ExportConfig
 from sandboxes.action_parsing import COMPUTER_USE_TOOL, SHELL_TOOL, to_openai_tool_calls, to_qwen_xml
-from sandboxes.actions import Check, Click, Goto, Key, Select, Shell, Type, dump_actions, parse_actions
+from sandboxes.actions import Check, Click, Drag, Goto, Key, Select, Shell, Type, dump_actions, parse_actions
 
 IMAGE = pa.struct([("bytes", pa.binary()), ("path", pa.string())])
 PART = pa.struct([("type", pa.string()), ("text", pa.string())])
@@ -150,8 +150,10 @@ def ground(actions_json: str, points_json: str | None, page_url: str | None) -> 
             continue
         if not point:
             return None
-        x, y = point
-        if isinstance(action, Click):
+        x, y = point[:2]
+        if isinstance(action, Drag) and len(point) == 4:  # a semantic drag: where it started and ended
+            out.append(Drag(x=x, y=y, x2=point[2], y2=point[3]))
+        elif isinstance(action, Click):
             out.append(Click(action=action.action, x=x, y=y))
         elif isinstance(action, Type):
             out += [Click(action="triple_click" if action.clear else "left_click", x=x, y=y), Type(text=action.text)]

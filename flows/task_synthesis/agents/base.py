@@ -48,8 +48,9 @@ def get_agent(name: str) -> CodingAgent:
 
 
 class _StaticByAppShape:
-    """The offline agent: the server-app reader (static.py), or the page reader (static_page.py) when
-    the sandbox's state lives in the page (state kind js or local_storage)."""
+    """The offline agent: the server-app reader (static.py), or the page reader (static_page.py; for a
+    board configured in the page, board_page.py) when the sandbox's state lives in the page (state kind
+    js or local_storage)."""
 
     name = "static"
 
@@ -59,6 +60,10 @@ class _StaticByAppShape:
 
             return StaticAndroidAgent().synthesize(request)
         if request.manifest.state.in_page:
+            from flows.task_synthesis.agents.board_page import BoardPageAgent, read_board_page
+
+            if read_board_page(request.source.files).boards:  # a kanban-style board configured in the page
+                return BoardPageAgent().synthesize(request)
             from flows.task_synthesis.agents.static_page import StaticPageAgent
 
             return StaticPageAgent().synthesize(request)
