@@ -225,30 +225,41 @@ def test_a_commit_that_renames_a_column_retires_the_pairs_it_breaks(tmp_path, mo
         monkeypatch.setenv("FLYWHEEL_LLM_CACHE", str(tmp_path / "cache"))
         first = synthesize_sandbox(manifest, lake, "run-1", count=4, agent_name="llm")
         assert first.verified == 2, first.to_json()
-        old_commit = first.source_commit
 
+        # a commit that changes nothing the pairs use: they are re-gated and live on as new versions
+        (repo / "shop" / "README.md").write_text((repo / "shop" / "README.md").read_text() + "\nA note.\n")
+        git(repo, "commit", "-qam", "shop: a note in the README")
+        srv.script = [calls(("submit", {"summary": "nothing to change"}))]
+        middle = synthesize_sandbox(manifest, lake, "run-2", count=4, agent_name="llm")
+        assert middle.source_commit != first.source_commit and middle.error is None, middle.to_json()
+        successors = lake.query("SELECT task_id, provenance_json, version FROM tasks WHERE status = 'verified'")
+        assert len(successors) == 2 and all(r["version"] == 2 for r in successors)
+        superseded = {json.loads(r["provenance_json"])["supersedes"] for r in successors}
+        assert superseded == {r["task_id"] for r in lake.query(
+            "SELECT task_id FROM tasks WHERE status = 'retired' AND reason = 'superseded_on_new_commit'")}
+
+        # a commit that renames a column the pairs read: the agent retires one, the gate the other
         for path in [repo / "shop" / "app.py", repo / "shop" / "schema.sql", repo / "shop" / "seed.py",
                      *(repo / "shop" / "templates").glob("*.html")]:
             path.write_text(re.sub(r"\bcity\b", "town", path.read_text()))
         git(repo, "commit", "-qam", "addresses: rename city to town")
-
         srv.script = [
-            calls(("git_log", {"max_count": 5}), ("git_diff", {"from_commit": old_commit})),
+            calls(("git_log", {"max_count": 5}), ("git_diff", {"from_commit": middle.source_commit})),
             retire_first_stale,
             calls(("submit", {"summary": "retired what the rename broke"})),
         ]
-        second = synthesize_sandbox(manifest, lake, "run-2", count=4, agent_name="llm")
+        last = synthesize_sandbox(manifest, lake, "run-3", count=4, agent_name="llm")
 
-    assert second.source_commit != old_commit and second.error is None, second.to_json()
+    assert last.source_commit != middle.source_commit and last.error is None, last.to_json()
     log = lake.query("SELECT content FROM agent_transcripts WHERE tool_name = 'git_log'")[0]["content"]
     assert "rename city to town" in log.splitlines()[0]
     diff_text = lake.query("SELECT content FROM agent_transcripts WHERE tool_name = 'git_diff'")[0]["content"]
     assert "-    city TEXT NOT NULL," in diff_text and "+    town TEXT NOT NULL," in diff_text
-    retired = lake.query("SELECT task_id, reason, reason_detail FROM tasks WHERE status = 'retired' ORDER BY reason")
+    retired = lake.query("SELECT reason, reason_detail FROM tasks WHERE status = 'retired' AND run_id = 'run-3' ORDER BY reason")
     assert [r["reason"] for r in retired] == ["retired_by_agent", "verifier_broken_on_new_commit"]
     assert "city" in retired[1]["reason_detail"], retired[1]
     assert lake.query("SELECT count(*) n FROM tasks WHERE status = 'verified'")[0]["n"] == 0
-    assert any("new commit" in n for n in second.notes)
+    assert any("new commit" in n for n in last.notes)
 
 
 @pytest.mark.slow
