@@ -12,6 +12,7 @@ import re
 from collections import Counter
 from typing import Any
 
+from flywheel.isolation.generated import GeneratedCodeFailed
 from lake import Lake, utcnow
 from verifier_templates import get_template
 from verifier_templates.base import Evidence
@@ -55,10 +56,16 @@ def judge_trajectory(
         if evidence is None:
             votes.append({"voter": "verifier", "vote": "failed", "reason": "no evidence was collected"})
         else:
-            v = get_template(verifier["template"]).judge(Evidence.from_json(evidence), verifier["params"])
-            votes.append({"voter": f"verifier:{verifier['template']}", "vote": "pass" if v.passed else "failed", "reason": v.reason})
+            try:
+                v = get_template(verifier["template"]).judge(Evidence.from_json(evidence), verifier["params"])
+                votes.append({"voter": f"verifier:{verifier['template']}", "vote": "pass" if v.passed else "failed", "reason": v.reason})
+            except GeneratedCodeFailed as exc:  # a generated verifier misbehaved: its vote says nothing of the policy
+                votes.append({"voter": f"verifier:{verifier['template']}", "vote": "abstain", "reason": f"verifier_error: {exc}"})
         votes.extend(llm_votes or [])
         counted = [v for v in votes if v["vote"] != "abstain"]
+        if not counted:  # nobody could judge: never held against the policy
+            counted = [{"voter": "environment", "vote": "env_error", "reason": votes[0]["reason"]}]
+            votes.extend(counted)
         tally = Counter(v["vote"] for v in counted)
         top = tally.most_common()
         # a tie keeps the verifier's vote: it reads the app's state, the judges read pictures of it

@@ -159,3 +159,19 @@ def test_llm_policy_rollout_against_an_openai_compatible_server(rolled, monkeypa
     traj = lake.query("SELECT * FROM trajectories WHERE run_id = 'r-llm'")[0]
     assert traj["policy"] == "llm" and traj["model"] and traj["final_answer"] == answer
     assert lake.query("SELECT count(*) AS n FROM llm_calls WHERE run_id = 'r-llm'")[0]["n"] == 1
+
+
+def test_a_generated_verifier_that_misbehaves_abstains_and_is_never_held_against_the_policy(monkeypatch):
+    from flows.judging.judge import judge_trajectory
+
+    monkeypatch.setenv("FLYWHEEL_CODE_TIMEOUT_S", "2")
+
+    traj = {"trajectory_id": "t", "task_id": "k", "sandbox": "shop", "policy": "replay", "ended": "terminated",
+            "end_detail": None, "evidence_json": json.dumps({"initial": {"n": 0}, "final": {"n": 1}})}
+    hangs = "def judge(evidence, params):\n    while True:\n        pass\n"
+    params = {"probes": [{"name": "n", "kind": "sql", "query": "SELECT 1"}], "code": hangs, "params": {}}
+    task = {"verifier_json": json.dumps({"template": "code", "params": params})}
+    alone = judge_trajectory(traj, task)
+    assert alone["verdict"] == "env_error" and "verifier_error" in alone["reason"]
+    with_judges = judge_trajectory(traj, task, llm_votes=[{"voter": "llm:m", "vote": "pass", "reason": "done"}])
+    assert with_judges["verdict"] == "pass" and with_judges["agreement"] == 1.0
