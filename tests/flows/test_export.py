@@ -433,6 +433,6 @@ def test_cli_exports_and_prints_where_and_how_to_load(small_lake, tmp_path):
                           cwd=ROOT, capture_output=True, text=True, timeout=600, env=env)
     assert done.returncode == 0, done.stdout + done.stderr
     out = " ".join(done.stdout.split())
-    assert "published cli-sft/v0001" in out and "cap_sandbox 4" in out and "email 4 (email: request 4)" in out
+    assert "published cli-sft/v0001" in out and "cap_sandbox 4" in out and "email 4," in out and "(email: request 4)" in out, out
     assert f"{tmp_path / 'exports' / 'cli-sft' / 'v0001'}" in out and "load_dataset" in out
     assert small_lake.query("SELECT name, version FROM exports") == [{"name": "cli-sft", "version": "v0001"}]
