@@ -4,7 +4,8 @@
 writer held) and validates pandas frames with GX, in chunks so memory stays bounded:
   files   one row per shard: rows and sha256 match the manifest, the Parquet schema is the format's,
           and the shard rows add up to the manifest's row count;
-  rows    ids, keys and verdicts present and in their value sets; for messages, as many images as image
+  rows    ids, keys and verdicts present and in their value sets, ids unique (within a chunk of
+          CHUNK_ROWS rows: a global check would hold every id); for messages, as many images as image
           parts; for action-rl, every reward signal present and in its range;
   text    every text the rows carry (message parts, tool-call arguments; for action-rl the request, URL,
           action, error): roles and part types in their sets, and no PII pattern left (one expectation
