@@ -73,10 +73,23 @@ def check_docker() -> Check:
 
 
 def check_adb() -> Check:
-    found = shutil.which("adb")
-    if found:
-        return Check("adb", True, found, required=False)
-    return Check("adb", False, "adb not on PATH (only Android sandboxes need it)", "sudo apt-get install -y adb", required=False)
+    """An adb server where Android sandboxes look for one (FLYWHEEL_ADB_HOST/PORT, default 127.0.0.1:5037)."""
+    import os
+    import socket
+
+    host, port = os.environ.get("FLYWHEEL_ADB_HOST", "127.0.0.1"), int(os.environ.get("FLYWHEEL_ADB_PORT", "5037"))
+    try:
+        socket.create_connection((host, port), timeout=2).close()  # adbutils would spawn a local server instead
+        import adbutils
+
+        devices = [d.serial for d in adbutils.AdbClient(host=host, port=port, socket_timeout=5).device_list()]
+        return Check("adb", True, f"adb server at {host}:{port}, devices online: {', '.join(devices) or 'none'}", required=False)
+    except Exception as exc:
+        fix = "adb start-server, then attach a device (USB, an emulator, or `adb connect HOST:PORT` for a farm)"
+        if not shutil.which("adb"):
+            fix = "sudo apt-get install -y adb, then " + fix
+        return Check("adb", False, f"no adb server answers at {host}:{port} ({type(exc).__name__}); "
+                     "only Android sandboxes need one", fix, required=False)
 
 
 def check_llm(call: bool = True) -> Check:

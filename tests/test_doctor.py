@@ -37,3 +37,20 @@ def test_an_unreachable_docker_engine_is_named_with_the_fix(monkeypatch, tmp_pat
     check = check_docker()
     assert not check.ok and not check.required
     assert "no Docker engine answers" in check.detail and "scripts/start-docker" in check.fix
+
+
+def test_adb_names_the_server_it_asked_and_its_devices(monkeypatch):
+    from flywheel.doctor import check_adb
+    from tests.doubles.fake_adb import FakeAdbServer, FakeDevice
+
+    server = FakeAdbServer([FakeDevice("emulator-5554")]).start()
+    port = server.port
+    try:
+        monkeypatch.setenv("FLYWHEEL_ADB_HOST", "127.0.0.1")
+        monkeypatch.setenv("FLYWHEEL_ADB_PORT", str(port))
+        up = check_adb()
+        assert up.ok and "emulator-5554" in up.detail
+    finally:
+        server.close()
+    down = check_adb()  # the same port, nothing listening now
+    assert not down.ok and f"127.0.0.1:{port}" in down.detail and "adb start-server" in down.fix
