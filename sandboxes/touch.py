@@ -10,21 +10,14 @@ from sandboxes.actions import LongPress, Swipe, Tap
 
 SWIPE_STEPS = 10
 TAP_CLICK_WAIT_MS = 1000
+NAVIGATION_WAIT_MS = 10_000
 
 
 def touch(page: Any, action: Tap | LongPress | Swipe, px: Callable[[int, int], tuple[float, float]]) -> None:
     """Performs a mobile action with touch events at 0..999 grid points (`px` maps them to CSS pixels)."""
     x, y = px(action.x, action.y)
     if isinstance(action, Tap):
-        # The click a tap makes comes a moment after the touch ends; wait for it, so a link it follows has
-        # started loading before the driver settles (on a loaded machine it can trail the touch by 100 ms).
-        page.evaluate("() => { window.__flywheelTap = 0; addEventListener('click', () => { window.__flywheelTap = 1 },"
-                      " {capture: true, once: true}); }")
-        page.touchscreen.tap(x, y)
-        try:
-            page.wait_for_function("() => window.__flywheelTap === 1", timeout=TAP_CLICK_WAIT_MS)
-        except Exception:  # no click (the tap dismissed a selection), or the page is already navigating away
-            pass
+        _tap(page, x, y)
         return
     cdp = page.context.new_cdp_session(page)
     try:
@@ -42,16 +35,41 @@ def touch(page: Any, action: Tap | LongPress | Swipe, px: Callable[[int, int], t
         cdp.detach()
 
 
+# The control under a screen point (CSS pixels of the visual viewport: a phone may show the page zoomed out).
+_CONTROL_AT = """([x, y]) => {
+    const v = window.visualViewport;
+    const el = document.elementFromPoint(x / v.scale + v.offsetLeft, y / v.scale + v.offsetTop);
+    const c = el && el.closest('button, a, [role=button], input[type=submit], input[type=button]');
+    if (!c) return null;
+    const submits = c.form && (c.tagName === 'BUTTON' ? (c.type || 'submit') === 'submit' : c.type === 'submit');
+    const follows = c.tagName === 'A' && c.href && !c.href.startsWith('javascript:') && !c.target;
+    return {name: (c.getAttribute('aria-label') || c.innerText || c.value || '').trim() || null,
+            navigates: Boolean(submits || follows)};
+}"""
+
+
 def control_name_at(page: Any, x: float, y: float) -> str | None:
-    """The visible name of the button or link under a point (CSS pixels), so a tap on a control the manifest
-    declares sensitive is flagged as a click on it would be."""
-    return page.evaluate(
-        """([x, y]) => {
-            const v = window.visualViewport;  // a phone may show the page zoomed out: screen px -> page px
-            const el = document.elementFromPoint(x / v.scale + v.offsetLeft, y / v.scale + v.offsetTop);
-            const c = el && el.closest('button, a, [role=button], input[type=submit], input[type=button]');
-            if (!c) return null;
-            return (c.getAttribute('aria-label') || c.innerText || c.value || '').trim() || null;
-        }""",
-        [x, y],
-    )
+    """The visible name of the button or link under a point, so a tap on a control the manifest declares
+    sensitive is flagged as a click on it would be."""
+    control = page.evaluate(_CONTROL_AT, [x, y])
+    return control["name"] if control else None
+
+
+def _tap(page: Any, x: float, y: float) -> None:
+    """A tap, then what a click waits for: a link followed or a form posted has started loading (the click
+    a tap makes trails the touch, by 100 ms and more on a loaded machine)."""
+    control = page.evaluate(_CONTROL_AT, [x, y])
+    if control and control["navigates"]:
+        try:
+            with page.expect_navigation(timeout=NAVIGATION_WAIT_MS):
+                page.touchscreen.tap(x, y)
+        except Exception:  # a handler kept the page: nothing to wait for
+            pass
+        return
+    page.evaluate("() => { window.__flywheelTap = 0; addEventListener('click', () => { window.__flywheelTap = 1 },"
+                  " {capture: true, once: true}); }")
+    page.touchscreen.tap(x, y)
+    try:
+        page.wait_for_function("() => window.__flywheelTap === 1", timeout=TAP_CLICK_WAIT_MS)
+    except Exception:  # no click (the tap dismissed a selection), or a script navigated away
+        pass
