@@ -180,3 +180,15 @@ def test_a_script_built_form_without_names_is_one_affordance_the_explorer_can_fi
     assert set(forms) == {("Submit", "Cancel"), ("+ Add New Card",)}  # the last textbox has no button beside it
     (field,) = forms[("Submit", "Cancel")].fields
     assert (field.role, field.label, field.nth) == ("textbox", "", 0)
+
+
+def test_a_drag_needs_both_ends_by_element_or_by_point():
+    from pydantic import ValidationError
+
+    from sandboxes.actions import Drag
+
+    assert Drag(target={"text": "Run?"}, x2=10, y2=20).to is None  # a card dropped at a point
+    with pytest.raises(ValidationError, match="where it ends"):
+        Drag(target={"text": "Run?"})
+    with pytest.raises(ValidationError, match="where it starts"):
+        Drag(to={"role": "main"}, x=None, y=5)
