@@ -67,16 +67,21 @@ BROWSER_FIX = "install one: `sudo apt-get install -y chromium` (Debian/Ubuntu) o
 ACTION_TIMEOUT_MS = 2000  # server-rendered sandboxes show their elements on load; a missing one is an error
 
 
-# From the element up to its card (the first ancestor holding any grip): that card's one grip, or null.
+# From the element up to its card: the grip inside it (the outermost, when grips nest), or null when the
+# card has none (the card: the first ancestor with like siblings, i.e. one item of a list) or several.
 _FIND_GRIP = """el => {
   const GRIP = '[class*="handle" i], [class*="grip" i]';
-  for (let card = el, up = 0; card && up < 5; card = card.parentElement, up++) {
+  for (let card = el, up = 0; card && up < 6; card = card.parentElement, up++) {
     const all = [...card.querySelectorAll(GRIP)];
-    const grips = all.filter(g => !all.includes(g.parentElement.closest(GRIP)));  // outermost only
-    if (grips.length === 0) continue;
+    const grips = all.filter(g => !all.includes(g.parentElement.closest(GRIP)));
     if (grips.length > 1) return null;
-    const r = grips[0].getBoundingClientRect();
-    return r.width && r.height ? {x: r.x + r.width / 2, y: r.y + r.height / 2} : null;
+    if (grips.length === 1) {
+      const r = grips[0].getBoundingClientRect();
+      return r.width && r.height ? {x: r.x + r.width / 2, y: r.y + r.height / 2} : null;
+    }
+    const alike = card.parentElement && [...card.parentElement.children].some(
+      c => c !== card && c.tagName === card.tagName && c.className === card.className);
+    if (alike) return null;
   }
   return null;
 }"""
@@ -465,7 +470,7 @@ class WebDriver:
 
     def _grip(self, loc) -> tuple[float, float]:
         """Where a person grabs the element to drag it: its drag handle when the card around it has exactly
-        one (an element whose class names a handle, handler or grip), else its centre."""
+        one (an element whose class names a handle or grip), else its centre."""
         self._centre(loc)  # on screen, or one clear error
         grip = loc.evaluate(_FIND_GRIP)
         return (grip["x"], grip["y"]) if grip else self._centre(loc)

@@ -192,3 +192,47 @@ def test_a_drag_needs_both_ends_by_element_or_by_point():
         Drag(target={"text": "Run?"})
     with pytest.raises(ValidationError, match="where it starts"):
         Drag(to={"role": "main"}, x=None, y=5)
+
+
+# A page of our own for the driver's drag (no registry needed): cards move between two lists on
+# mousedown / mousemove / mouseup, like dragula; the first card moves only by its handle.
+DRAG_PAGE = """<ul id="a" aria-label="Left" style="min-height:120px;width:300px;float:left">
+<li><span class="item_handle" style="display:inline-block;width:20px;height:20px;background:#000"></span><span>Grab me</span></li>
+<li>Anywhere</li></ul>
+<ul id="b" aria-label="Right" style="min-height:120px;width:300px;float:left;margin-left:200px"><li>Stay</li></ul>
+<script>
+let held = null, moved = false;
+document.addEventListener('mousedown', e => {
+  const card = e.target.closest('li');
+  if (card && (!card.querySelector('.item_handle') || e.target.classList.contains('item_handle'))) { held = card; moved = false; }
+});
+document.addEventListener('mousemove', e => { if (held && e.buttons === 1) moved = true; });
+document.addEventListener('mouseup', e => {
+  const list = document.elementFromPoint(e.clientX, e.clientY)?.closest('ul');
+  if (held && moved && list) list.appendChild(held);
+  held = null;
+});
+</script>"""
+LISTS = "[...document.querySelectorAll('ul')].map(u => [...u.children].map(li => li.textContent.trim()))"
+
+
+@pytest.mark.browser
+def test_a_semantic_drag_grabs_the_handle_and_moves_through_real_mouse_events(shop_app, browser_host):
+    from sandboxes.web import WebDriver
+
+    driver = WebDriver(shop_app, browser_host)
+    probe = Probe("lists", "js", LISTS)
+    outcomes = []
+    for source in ("Grab me", "Anywhere"):
+        driver.reset()
+        driver.observe(screenshot=False)
+        driver.page.set_content(DRAG_PAGE)
+        drag = {"action": "left_click_drag", "target": {"text": source}, "to": {"role": "list", "name": "Right"}}
+        result = driver.act(parse_actions([drag])[0])
+        outcomes.append((result, driver.probe(probe)))
+    driver.close()
+    (grabbed, after_grab), (anywhere, after_any) = outcomes
+    assert grabbed.ok and after_grab == [["Anywhere"], ["Stay", "Grab me"]], "moved by its handle"
+    assert anywhere.ok and after_any == [["Grab me"], ["Stay", "Anywhere"]], "no handle: moved from its centre"
+    # both ends on the 0..999 grid; the handle sits left of the card's text, so the start is further left
+    assert len(grabbed.point) == 4 and grabbed.point[0] < anywhere.point[0] + 5 and grabbed.point[2] > grabbed.point[0]
