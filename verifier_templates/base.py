@@ -6,7 +6,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-ProbeKind = Literal["sql", "url", "page_text", "js", "answer", "file"]  # file: a workspace file's content and hash
+# file: a workspace file's content and hash (container sandboxes) or an app file (Android);
+# content: an Android content provider query; prefs: an Android app's shared preferences
+ProbeKind = Literal["sql", "url", "page_text", "js", "answer", "file", "content", "prefs"]
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 

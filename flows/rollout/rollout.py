@@ -160,8 +160,8 @@ def rollout(lake: Lake, run_id: str, policy_name: str, sandboxes: list[str] | No
                 policy: Policy = LLMPolicy(client)
             else:
                 policy = get_policy(policy_name, noise, driver.manifest.sensitive_kind)
-            if profile:
-                policy = TouchPolicy(policy, driver, profile)
+            if profile or driver.manifest.sandbox.kind == "android":  # a phone acts by touch: clicks become taps
+                policy = TouchPolicy(policy, driver, profile or "touch")
             return run_episode(driver, lake, task, skills, policy, ep, run_id)
 
         def advance(*_: Any, bar: Any = bar) -> None:

@@ -55,11 +55,13 @@ def test_synthesis_yields_verified_pairs_through_the_gate_on_both_devices(flywhe
 def test_replay_passes_every_task_with_mobile_observations(flywheel):
     lake, _, replay, *_ = flywheel
     assert replay.sandboxes["notes-android"]["terminated"] == replay.episodes == 10
-    assert lake.query("SELECT verdict, count(*) AS n FROM verdicts WHERE policy = 'replay' GROUP BY 1") == [{"verdict": "pass", "n": 10}]
+    assert lake.query("SELECT verdict, count(*) AS n FROM verdicts WHERE policy = 'replay@touch' GROUP BY 1") == [{"verdict": "pass", "n": 10}]
     steps = lake.query("SELECT url, screen_width, screen_height, points_json, actions_json FROM steps WHERE run_id = 'r-replay'")
     assert {s["url"].split("/.")[0] for s in steps} == {"android-app://org.flywheel.notes"}
     assert {(s["screen_width"], s["screen_height"]) for s in steps} == {(1080, 2340)}
-    clicks = [s for s in steps if json.loads(s["actions_json"])[0]["action"] in ("left_click", "type")]
+    kinds = {a["action"] for s in steps for a in json.loads(s["actions_json"])}
+    assert "tap" in kinds and "left_click" not in kinds, "a phone is driven by touch: the reference's clicks replay as taps"
+    clicks = [s for s in steps if json.loads(s["actions_json"])[0]["action"] in ("tap", "type")]
     assert clicks and all(json.loads(s["points_json"])[0] is not None for s in clicks), "every touch reports its grid point"
 
 
