@@ -169,7 +169,10 @@ def ground(actions_json: str, points_json: str | None, page_url: str | None) -> 
 @lru_cache(maxsize=16384)
 def assistant_turn(actions_json: str, points_json: str | None, origin: str, protocol: str) -> tuple | None:
     """(content text, tool_calls, uses shell, history line) of one step's action; None if it cannot be grounded."""
-    grounded = ground(actions_json, points_json, origin)
+    try:
+        grounded = ground(actions_json, points_json, origin)
+    except (TypeError, ValueError):  # a recorded point of an odd shape: not a training target
+        grounded = None
     if not grounded:
         return None
     shell = any(isinstance(a, Shell) for a in grounded)

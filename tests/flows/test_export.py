@@ -392,6 +392,9 @@ def test_grounding_turns_targets_into_coordinates():
         ("key", None, ["ctrl", "l"]), ("type", None, "http://h:1/orders"), ("key", None, ["Enter"]),
         ("left_click", 10, None), ("type", None, "Chile"), ("key", None, ["Enter"]), ("left_click", 30, None),
     ]
+    drag = ground(json.dumps([{"action": "left_click_drag", "target": {"text": "Card"}, "to": {"text": "Done"}}]),
+                  json.dumps([[1, 2, 3, 4]]), "")
+    assert [(a.x, a.y, a.x2, a.y2, a.target) for a in drag] == [(1, 2, 3, 4, None)]
     assert ground(json.dumps([click("Save")]), json.dumps([None]), "") is None
     assert ground("not json", None, "") is None
 
