@@ -123,7 +123,7 @@ class AppProcess:
 
     # ---- state --------------------------------------------------------------------------------
     def snapshot(self) -> None:
-        _sqlite_copy(self.state_path, self.snapshot_path)
+        sqlite_copy(self.state_path, self.snapshot_path)
 
     def restore(self) -> None:
         """Put the DB back to the snapshot: SQLite's backup API, safe while the app is serving."""
@@ -135,7 +135,7 @@ class AppProcess:
                 self.state_path.unlink(missing_ok=True)
             self.start()
             return
-        _sqlite_copy(self.snapshot_path, self.state_path)
+        sqlite_copy(self.snapshot_path, self.state_path)
 
     def stop(self) -> None:
         stop_process(self.proc)
@@ -153,10 +153,11 @@ class AppProcess:
         self.close()
 
 
-def _sqlite_copy(src: Path | None, dst: Path | None) -> None:
+def sqlite_copy(src: Path | None, dst: Path | None) -> None:
+    """Copies a live SQLite database consistently (the backup API), whoever else has it open."""
     if src is None or dst is None or not src.exists():
         raise SandboxError(f"state database {src} is missing; did the app create it at state.path?")
-    source = sqlite3.connect(f"file:{src}?mode=ro", uri=True)
+    source = sqlite3.connect(f"file:{src}?mode=ro", uri=True, timeout=10)
     target = sqlite3.connect(dst, timeout=10)
     try:
         source.backup(target)

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from flywheel.isolation.runners import Job, Runner, RunResult, default_runner
+from sandboxes.app_process import sqlite_copy
 
 
 def code_timeout_s() -> float:
@@ -57,7 +58,7 @@ def run_python_skill(db_path: Path, code: str, args: dict[str, Any], runner: Run
     """Runs `inject("app.sqlite", args)` on a copy of the DB and writes the copy back; raises on failure."""
     with tempfile.TemporaryDirectory(prefix="flywheel-skill-") as tmp:
         copy_in, copy_out = Path(tmp) / "in.sqlite", Path(tmp) / "out.sqlite"
-        _backup(db_path, copy_in)
+        sqlite_copy(db_path, copy_in)
         job = Job(code, "inject", ["app.sqlite", args], files={"app.sqlite": copy_in},
                   fetch={"app.sqlite": copy_out}, timeout_s=timeout_s or code_timeout_s())
         result = (runner or default_runner()).run(job)
@@ -67,18 +68,8 @@ def run_python_skill(db_path: Path, code: str, args: dict[str, Any], runner: Run
             result.ok, result.reason, result.detail = False, "error", "the skill removed the database"
             raise GeneratedCodeFailed("python skill", result)
         try:
-            _backup(copy_out, db_path)
+            sqlite_copy(copy_out, db_path)
         except sqlite3.DatabaseError as exc:
             result.ok, result.reason, result.detail = False, "error", f"the skill left no valid database: {exc}"
             raise GeneratedCodeFailed("python skill", result) from None
     return result
-
-
-def _backup(src: Path, dst: Path) -> None:
-    source = sqlite3.connect(f"file:{src}?mode=ro", uri=True, timeout=10)
-    target = sqlite3.connect(dst, timeout=10)
-    try:
-        source.backup(target)
-    finally:
-        source.close()
-        target.close()
