@@ -38,6 +38,21 @@ def browser_host():
     host.close()
 
 
+def npm_sandbox(name: str):
+    """The manifest of a shipped sandbox whose app comes from npm, fetched on first use; when npm or the
+    registry cannot be reached the calling test is skipped with the reason printed."""
+    from sandboxes.manifest import load_manifest
+    from sandboxes.npm_source import SourceFetchError
+
+    manifest = load_manifest(ROOT / "sandboxes" / name)
+    try:
+        manifest.source_dir  # noqa: B018 - fetches the package on first use
+    except SourceFetchError as exc:
+        print(f"SKIPPED: cannot fetch {manifest.source.npm}: {exc}")
+        pytest.skip(f"cannot fetch {manifest.source.npm} from the npm registry: {exc}")
+    return manifest
+
+
 def in_own_thread(fn):
     """fn() in a new thread, its result returned and its error re-raised. Playwright's sync API allows one
     instance per thread and the session's browser_host holds the main thread's, so a test that opens a

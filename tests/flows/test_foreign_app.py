@@ -14,7 +14,7 @@ from flows.task_synthesis.gate import ValidationGate
 from flows.task_synthesis.source import read_source
 from sandboxes.manifest import ManifestError, load_manifest
 from sandboxes.npm_source import SourceFetchError, fetch
-from tests.conftest import in_own_thread
+from tests.conftest import in_own_thread, npm_sandbox
 
 ROOT = Path(__file__).resolve().parents[2]
 FOLDER = ROOT / "sandboxes" / "todomvc"
@@ -22,13 +22,7 @@ FOLDER = ROOT / "sandboxes" / "todomvc"
 
 @pytest.fixture(scope="module")
 def todomvc():
-    manifest = load_manifest(FOLDER)
-    try:
-        manifest.source_dir  # noqa: B018 - fetches the package on first use
-    except SourceFetchError as exc:
-        print(f"SKIPPED: cannot fetch {manifest.source.npm}: {exc}")
-        pytest.skip(f"cannot fetch {manifest.source.npm} from the npm registry: {exc}")
-    return manifest
+    return npm_sandbox("todomvc")
 
 
 @pytest.fixture(scope="module")

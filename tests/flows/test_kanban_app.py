@@ -14,9 +14,7 @@ from flows.task_synthesis.agents.board_page import BoardComposer, read_board_pag
 from flows.task_synthesis.gate import ValidationGate
 from flows.task_synthesis.source import read_source
 from sandboxes.actions import parse_actions
-from sandboxes.manifest import load_manifest
-from sandboxes.npm_source import SourceFetchError
-from tests.conftest import in_own_thread
+from tests.conftest import in_own_thread, npm_sandbox
 from verifier_templates.base import Probe
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -25,13 +23,7 @@ FOLDER = ROOT / "sandboxes" / "kanban"
 
 @pytest.fixture(scope="module")
 def kanban():
-    manifest = load_manifest(FOLDER)
-    try:
-        manifest.source_dir  # noqa: B018 - fetches the package on first use
-    except SourceFetchError as exc:
-        print(f"SKIPPED: cannot fetch {manifest.source.npm}: {exc}")
-        pytest.skip(f"cannot fetch {manifest.source.npm} from the npm registry: {exc}")
-    return manifest
+    return npm_sandbox("kanban")
 
 
 @pytest.fixture(scope="module")
