@@ -175,6 +175,7 @@ def build_deployments(specs: list[DeploymentSpec], root: Path = REPO) -> tuple[l
         deployments.append(flow.to_deployment(
             name=spec.name, cron=spec.crons or None, parameters=spec.parameters, description=spec.description,
             tags=spec.tags, concurrency_limit=spec.concurrency_limit,
+            _sync=True,  # Prefect picks sync or async by its caller's context; we are always sync here
         ))
         names.append(f"{flow.name}/{spec.name}")
     return deployments, names, skipped

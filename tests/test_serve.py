@@ -33,7 +33,7 @@ def test_every_flow_has_a_deployment_whose_entrypoint_imports_and_parameters_fit
         names.add(flow.name)
         assert unknown_parameters(spec, flow) == [] and missing_parameters(spec, flow) == [], spec.entrypoint
         flow.validate_parameters(spec.parameters)  # types fit the signature too
-        deployment = flow.to_deployment(name=spec.name, cron=spec.crons or None, parameters=spec.parameters)
+        deployment = flow.to_deployment(name=spec.name, cron=spec.crons or None, parameters=spec.parameters, _sync=True)
         assert len(deployment.schedules or []) == len(spec.crons)
     assert names == FLOWS
     crons = {s.entrypoint.rsplit(":", 1)[1]: s.crons for s in specs}
