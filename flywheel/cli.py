@@ -27,8 +27,10 @@ def _prefect_env() -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="flywheel",
-        description="An AutoResearch data flywheel for GUI agents: synthesise verified tasks from sandbox "
-        "apps, keep everything in a DuckDB + Parquet lake.",
+        description="An AutoResearch data flywheel for GUI and computer-use agents: synthesise verified tasks "
+        "from sandbox apps, roll policies out on them, judge and mine the trajectories, explore thin areas, and "
+        "export curated training data; everything lands in a DuckDB + Parquet lake. Start with "
+        "`flywheel run synthesize-tasks`; `flywheel doctor` says what this machine lacks.",
     )
     parser.add_argument("--lake", help="lake root (default: $FLYWHEEL_LAKE or ./lake)")
     sub = parser.add_subparsers(dest="command", required=True)
