@@ -1,4 +1,5 @@
-"""The `llm` policy: a vision-language model acts through the `computer_use` tool, one call per turn.
+"""The `llm` policy: a vision-language model acts through the `computer_use` tool, one call per turn
+(and the `shell` tool too in sandboxes with a command line: desktop and cli kinds).
 
 Each turn is one self-contained request (system prompt, task, short action history, page URL, a
 truncated ARIA tree and the screenshot as a PNG data URL), so requests are cacheable and replayable.
@@ -19,13 +20,15 @@ import json
 from flows.rollout.policies import PolicyTurn
 from flows.task_synthesis.task_spec import TaskSpec
 from flywheel.llm import LLMClient
-from sandboxes.action_parsing import COMPUTER_USE_TOOL, parse_model_output
-from sandboxes.actions import Terminate, dump_actions
-from sandboxes.driver import Observation
+from sandboxes.action_parsing import COMPUTER_USE_TOOL, SHELL_TOOL, parse_model_output
+from sandboxes.actions import Action, Shell, Terminate, dump_actions
+from sandboxes.driver import ActionResult, Observation
 
 MAX_FORMAT_ERRORS = 3
 HISTORY_TURNS = 12  # previous turns shown to the model
 TREE_CHARS = 6000  # ARIA tree characters shown to the model
+SHELL_OUTPUT_CHARS = 1500  # of each shell command's output, shown to the model in its history
+SHELL_KINDS = ("desktop", "cli")  # sandbox kinds whose policies also get the `shell` tool
 
 SYSTEM_PROMPT = """You are a computer-use agent operating a web application to complete the user's task.
 Each turn you see the task, the actions you took so far, the page URL, part of the page's accessibility
@@ -38,6 +41,11 @@ When the task is complete, call computer_use with action="terminate" and status=
 answer in `answer` when the task asks a question). If the task cannot be done, terminate with
 status="failure". Do not ask the user for anything the task already tells you."""
 
+SHELL_PROMPT = """
+This machine also has a command line: call the `shell` function with a command to run it in the
+workspace; its exit code and output appear in your history. Mix GUI actions and commands as suits
+the task."""
+
 
 class LLMUnavailable(RuntimeError):
     """The model endpoint failed after retries: an environment failure, not a policy decision."""
@@ -48,9 +56,10 @@ class LLMPolicy:
 
     name = "llm"
 
-    def __init__(self, client: LLMClient, **params: object) -> None:
+    def __init__(self, client: LLMClient, shell: bool = False, **params: object) -> None:
         self.client = client
         self.model = client.model
+        self.shell = shell  # offer the `shell` tool (sandboxes with a command line)
         self.params = params  # sampling parameters passed on each call, e.g. temperature
 
     def start(self, task: TaskSpec, episode: int) -> None:
@@ -61,7 +70,8 @@ class LLMPolicy:
     def next_turn(self, observation: Observation) -> PolicyTurn:
         step = len(self._history)
         result = self.client.complete(
-            self._messages(observation), tools=[COMPUTER_USE_TOOL], purpose="policy",
+            self._messages(observation), tools=[COMPUTER_USE_TOOL, SHELL_TOOL] if self.shell else [COMPUTER_USE_TOOL],
+            purpose="policy",
             salt=f"{self._task.task_id}#{self._episode}#{step}", **self.params,
         )
         if result.error:
@@ -79,6 +89,15 @@ class LLMPolicy:
         turn.format_error = parsed.format_error  # type: ignore[attr-defined]  # see the module docstring
         return turn
 
+    def observe_results(self, actions: list[Action], results: list[ActionResult]) -> None:
+        """What the shell printed joins the history, so the model sees its commands' output."""
+        for action, result in zip(actions, results):
+            if isinstance(action, Shell) and result.details:
+                out = (result.details.get("stdout", "") + result.details.get("stderr", "")).strip()
+                if len(out) > SHELL_OUTPUT_CHARS:
+                    out = "…" + out[-SHELL_OUTPUT_CHARS:]
+                self._history.append(f"(shell `{action.command}` exit {result.details.get('exit_code')}: {out or 'no output'})")
+
     def _messages(self, obs: Observation) -> list[dict]:
         shown = self._history[-HISTORY_TURNS:]
         first = len(self._history) - len(shown) + 1
@@ -92,4 +111,5 @@ class LLMPolicy:
         if obs.screenshot:
             url = "data:image/png;base64," + base64.b64encode(obs.screenshot).decode()
             content.append({"type": "image_url", "image_url": {"url": url}})
-        return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": content}]
+        system = SYSTEM_PROMPT + (SHELL_PROMPT if self.shell else "")
+        return [{"role": "system", "content": system}, {"role": "user", "content": content}]

@@ -84,6 +84,8 @@ def run_episode(driver: WebDriver, lake: Lake, task: TaskSpec, skills: dict[str,
             turn = policy.next_turn(obs)
             faults.extend({"step": index, "kind": k} for k in turn.faults)
             results = [driver.act(a) for a in turn.actions]
+            if hasattr(policy, "observe_results"):  # policies that read what their actions printed
+                policy.observe_results(turn.actions, results)
             failed = next((r for r in results if not r.ok), None)
             steps.append({
                 "trajectory_id": trajectory_id, "step_index": index,
@@ -155,9 +157,9 @@ def rollout(lake: Lake, run_id: str, policy_name: str, sandboxes: list[str] | No
         def job(driver: WebDriver, item: tuple[TaskSpec, int], skills: dict[str, Skill] = skills) -> Episode:
             task, ep = item
             if client is not None:
-                from flows.rollout.llm_policy import LLMPolicy
+                from flows.rollout.llm_policy import SHELL_KINDS, LLMPolicy
 
-                policy: Policy = LLMPolicy(client)
+                policy: Policy = LLMPolicy(client, shell=driver.manifest.sandbox.kind in SHELL_KINDS)
             else:
                 policy = get_policy(policy_name, noise, driver.manifest.sensitive_kind)
             if profile or driver.manifest.sandbox.kind == "android":  # a phone acts by touch: clicks become taps

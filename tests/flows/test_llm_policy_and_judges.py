@@ -204,3 +204,31 @@ def test_a_failed_judge_call_is_an_abstain_vote(server, lake, tmp_path):
 ])
 def test_read_verdict(answer, vote):
     assert read_verdict(answer)["vote"] == vote
+
+
+def test_in_a_sandbox_with_a_command_line_the_policy_gets_the_shell_and_reads_its_output(server, client):
+    from sandboxes.actions import Shell
+    from sandboxes.driver import ActionResult
+
+    server.reply({"content": None, "tool_calls": [tool_call("shell", {"command": "wc -l notes/todo.md"})]}, click(1, 1))
+    policy = LLMPolicy(client, shell=True)
+    policy.start(task(), episode=0)
+    turn = policy.next_turn(observation())
+    assert turn.actions == [Shell(command="wc -l notes/todo.md")]
+    policy.observe_results(turn.actions, [ActionResult(ok=True, details={"exit_code": 0, "stdout": "7 notes/todo.md\n", "stderr": ""})])
+    policy.next_turn(observation(b"\x89PNG next"))
+
+    first, second = server.requests
+    assert [t["function"]["name"] for t in first["tools"]] == ["computer_use", "shell"]
+    assert "command line" in first["messages"][0]["content"]
+    assert "(shell `wc -l notes/todo.md` exit 0: 7 notes/todo.md)" in second["messages"][1]["content"][0]["text"]
+
+
+def test_a_web_sandbox_policy_is_offered_no_shell(server, client):
+    server.reply(click(1, 1))
+    policy = LLMPolicy(client)
+    policy.start(task(), episode=0)
+    policy.next_turn(observation())
+    (sent,) = server.requests
+    assert [t["function"]["name"] for t in sent["tools"]] == ["computer_use"]
+    assert "command line" not in sent["messages"][0]["content"]

@@ -249,3 +249,33 @@ def test_replay_rollout_makes_trajectories_with_shell_and_gui_steps_that_judge_a
     mined = mine(lake, "m-ws", write_report=False)
     assert mined.trajectories == summary.episodes and mined.steps > 0
     assert mined.failures == 0, f"replays of verified pairs, shell steps included, flagged: {mined.by_reason}"
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+def test_the_llm_policy_runs_shell_commands_in_the_container_and_reads_their_output(synthesized_lake, monkeypatch, tmp_path):
+    """The `llm` policy on a desktop sandbox: offered the shell tool, its command runs in the container, and
+    the next request shows the model what the command printed (the OpenAI-server test double plays the model)."""
+    from flows.rollout.rollout import load_verified_tasks, rollout
+    from lake import Lake
+    from tests.doubles.openai_server import FakeOpenAIServer, tool_call
+
+    lake = Lake(synthesized_lake[0])
+    task = load_verified_tasks(lake, ["workspace"], None)[0]
+    with FakeOpenAIServer() as server:
+        server.reply({"content": None, "tool_calls": [tool_call("shell", {"command": "ls"})]},
+                     {"content": None, "tool_calls": [tool_call("computer_use", {"action": "terminate", "status": "failure"})]})
+        monkeypatch.setenv("FLYWHEEL_MODEL", "openai/fake-cua")
+        monkeypatch.setenv("FLYWHEEL_API_BASE", server.url)
+        monkeypatch.setenv("FLYWHEEL_LLM_CACHE", str(tmp_path / "cache"))
+        summary = rollout(lake, "r-ws-llm", "llm", ["workspace"], task_ids=[task.task_id])
+        first, second = server.requests[:2]
+    assert summary.sandboxes["workspace"] == {"terminated": 1}, summary.errors
+    assert [t["function"]["name"] for t in first["tools"]] == ["computer_use", "shell"]
+    lake.refresh_catalog()
+    (step, _) = lake.query("SELECT actions_json, outputs_json FROM steps s JOIN trajectories t USING (trajectory_id) "
+                           "WHERE t.run_id = 'r-ws-llm' ORDER BY step_index")
+    listed = json.loads(step["outputs_json"])[0]["stdout"].split()
+    assert json.loads(step["actions_json"])[0]["action"] == "shell" and listed, "ls ran in the seeded workspace"
+    seen = second["messages"][1]["content"][0]["text"]
+    assert "(shell `ls` exit 0:" in seen and listed[0] in seen
