@@ -156,7 +156,8 @@ def render_summary(summaries: list[ExploreSummary], problems: list[str], charts:
             lines.append(f"rejected by the gate: {', '.join(f'{k} {v}' for k, v in sorted(s.rejected.items()))}")
         if s.sandbox in charts:
             lines.append(f"\n![coverage of {s.sandbox}]({charts[s.sandbox]})")
-    errors = [f"- {s.sandbox}: {s.error}" for s in summaries if s.error] + [f"- {p}" for p in problems]
+    errors = [f"- {s.error}" if s.error.startswith(f"{s.sandbox}:") else f"- {s.sandbox}: {s.error}"
+              for s in summaries if s.error] + [f"- {p}" for p in problems]
     if errors:
         lines += ["", "## Problems", *errors]
     return "\n".join(lines)

@@ -178,7 +178,8 @@ def render_summary(summaries: list[SandboxSummary], problems: list[str]) -> str:
         fams = ", ".join(f"{k} {v}" for k, v in sorted(s.families.items())) or "-"
         new = s.candidates - s.already_known
         lines.append(f"| {s.sandbox} | {s.candidates} | {new} | {s.verified} | {rejected} | {fams} |")
-    errors = [f"- {s.sandbox}: {s.error}" for s in summaries if s.error] + [f"- {p}" for p in problems]
+    errors = [f"- {s.error}" if s.error.startswith(f"{s.sandbox}:") else f"- {s.sandbox}: {s.error}"
+              for s in summaries if s.error] + [f"- {p}" for p in problems]
     if errors:
         lines += ["", "## Problems", *errors]
     notes = [f"- {n}" for s in summaries for n in s.notes]
