@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from flows.task_synthesis.agents.base import AgentOutput, SynthesisRequest
+from flows.task_synthesis.agents.static_page import draw_distinct
 from flows.task_synthesis.task_spec import SYNTHESISER_VERSION, TaskSpec
 
 AGENT = "board-page"
@@ -325,20 +326,8 @@ class BoardComposer:
     def draw(self) -> list[TaskSpec]:
         """Round-robin over the recipes, a few seeded tries each, until `count` distinct tasks (distinct
         by what they ask: the same move drawn twice is one task)."""
-        recipes = self.recipes()
-        rng = random.Random(self.req.seed)
-        found: dict[str, TaskSpec] = {}
-        for turn in range(self.req.count * 4):
-            if len(found) >= self.req.count:
-                break
-            for _ in range(6):
-                seed = rng.randrange(2**31)
-                spec = recipes[turn % len(recipes)](random.Random(seed), seed)
-                key = f"{spec.family}|{sorted(spec.params.items())}" if spec else ""
-                if spec is not None and key not in found:
-                    found[key] = spec
-                    break
-        return list(found.values())
+        return draw_distinct(self.recipes(), self.req.seed, self.req.count,
+                             key=lambda spec: f"{spec.family}|{sorted(spec.params.items())}")
 
     # ---- recipes ------------------------------------------------------------------------------------
     def move(self, rng: random.Random, seed: int, allowed: bool = True) -> TaskSpec | None:

@@ -158,6 +158,23 @@ def _record_fields(scripts: str) -> tuple[str | None, str | None]:
     return None, None
 
 
+def draw_distinct(recipes: list, seed: int, count: int, key=lambda spec: spec.task_id) -> list[TaskSpec]:
+    """Round-robin over the recipes (each `recipe(rng, seed) -> TaskSpec | None`), a few seeded tries
+    each, until `count` candidates distinct by `key`."""
+    rng = random.Random(seed)
+    found: dict[str, TaskSpec] = {}
+    for turn in range(count * 4):
+        if len(found) >= count:
+            break
+        for _ in range(6):
+            seed = rng.randrange(2**31)
+            spec = recipes[turn % len(recipes)](random.Random(seed), seed)
+            if spec is not None and key(spec) not in found:
+                found[key(spec)] = spec
+                break
+    return list(found.values())
+
+
 class StaticPageAgent:
     name = AGENT
 
@@ -213,20 +230,7 @@ class _Composer:
         return out
 
     def draw(self) -> list[TaskSpec]:
-        """Round-robin over the recipes, a few seeded tries each, until `count` distinct candidates."""
-        recipes = self.recipes()
-        rng = random.Random(self.req.seed)
-        found: dict[str, TaskSpec] = {}
-        for turn in range(self.req.count * 4):
-            if len(found) >= self.req.count:
-                break
-            for _ in range(6):
-                seed = rng.randrange(2**31)
-                spec = recipes[turn % len(recipes)](random.Random(seed), seed)
-                if spec is not None and spec.task_id not in found:
-                    found[spec.task_id] = spec
-                    break
-        return list(found.values())
+        return draw_distinct(self.recipes(), self.req.seed, self.req.count)
 
     # ---- recipes --------------------------------------------------------------------------------
     def add(self, rng: random.Random, seed: int) -> TaskSpec:
