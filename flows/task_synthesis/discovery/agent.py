@@ -14,6 +14,7 @@ from flows.task_synthesis.discovery.families import (
     Family,
     Instance,
     chain,
+    counted_after_making,
     families_from,
     instance,
     made_then,
@@ -85,7 +86,7 @@ def draw(fams: list[Family], walk: WalkResult, request: SynthesisRequest, sandbo
             if inst is not None:
                 got.append(inst)
         singles[f.key] = got
-    retrieve = retrieve_instances(walk)
+    retrieve = retrieve_instances(walk) + counted_after_making(fams, walk, request.seed)
     if retrieve:
         singles["retrieve"] = retrieve
     chains: list[Instance] = []

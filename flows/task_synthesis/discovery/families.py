@@ -147,6 +147,11 @@ def _records_verifier(t: Transition) -> tuple[str, dict[str, Any], list[str]] | 
     if t.item:
         was = [r for r in before if r.get("text") == t.item]
         now = [r for r in after if r.get("text") == t.item]
+        renamed = [r for r in after if r not in before and any(v.casefold() in r.get("text", "").casefold() for v in typed)]
+        if was and not now and renamed:
+            gone, new = params({"text": t.item}, 0), params({"text": renamed[0]["text"]}, 1)
+            v = {"template": "all_of", "params": {"checks": [gone, new]}}
+            return ("update", v, [t.item, renamed[0]["text"]]) if holds(new) and holds(gone) else None
         if was and not now:
             v = params({"text": t.item}, 0)
             return ("delete", v, [t.item]) if holds(v) else None
@@ -238,15 +243,19 @@ def instance(fam: Family, rng: random.Random, fresh: bool) -> Instance | None:
     t = fam.transition
     if fam.setup is not None:
         s_actions, swaps = _revalue(fam.setup, rng) if fresh else (fam.setup.actions, {})
+        own, own_swaps = _revalue(t, rng) if fresh and t.slots else (list(t.actions), {})
+        own = _substitute(own, swaps)  # actions that name the record (a double click on its text)
         setup = fam.setup.path + s_actions
         check = _substitute(fam.setup_verifier, swaps)
         item = _substitute(t.item, swaps)
-        verifier = _substitute(fam.verifier, swaps)
-        values = [_substitute(v, swaps) for v in fam.values]
+        both = swaps | own_swaps
+        verifier = _substitute(fam.verifier, both)
+        values = [_substitute(v, both) for v in fam.values]
         made = fam.setup_family
         slots = {s.field.spoken: swaps.get(s.value, s.value) for s in fam.setup.slots}
         setup_request = _request(made, [_substitute(v, swaps) for v in made.values], "", slots) if made else ""
-        return Instance(fam, _request(fam, values, item), setup, check, list(t.actions), verifier, values, item, setup_request)
+        mine = {s.field.spoken: own_swaps.get(s.value, s.value) for s in t.slots}
+        return Instance(fam, _request(fam, values, item, mine), setup, check, own, verifier, values, item, setup_request)
     if t.kind == "drag":
         return _drag_instance(fam, rng, fresh)
     actions, swaps = _revalue(t, rng) if fresh else (list(t.actions), {})
@@ -287,6 +296,8 @@ def _request(fam: Family, values: list[str], item: str, slots: dict[str, str] | 
     if name == "toggle":
         checked = fam.verifier["params"].get("where", {}).get("checked")
         return _sentence(f"{'check off' if checked else 'uncheck'} {quote(item)}")
+    if name == "update" and item and slots:
+        return _sentence(f"rename {quote(item)} to {quote(next(iter(slots.values())))}")
     if name == "delete" and item:
         return _sentence(f"remove {quote(item)}" + (f" from {quote(where)}" if where else ""))
     if t.kind == "page_button" or (t.kind == "item" and not slots):
@@ -360,6 +371,42 @@ def retrieve_instances(walk: WalkResult) -> list[Instance]:
             if counts[text] == 1 and len(homes) == 1 and len(text) <= 60:
                 out.append(_answer(fam, page, f"Which list is {quote(text)} in? Answer with the list's name.", _clean(lst), [text], [lst]))
     return out
+
+
+def counted_after_making(fams: list[Family], walk: WalkResult, seed: int) -> list[Instance]:
+    """Questions about records the task first sets up through the UI (apps that start empty): make
+    two to four records with a create family, then ask how many the list holds."""
+    records = walk.initial.records if walk.initial else []
+    out = []
+    for fam in fams:
+        p = fam.verifier.get("params", {})
+        if fam.name != "create" or fam.setup or p.get("expression") != RECORDS_JS or not p.get("where", {}).get("list"):
+            continue
+        lst = p["where"]["list"]
+        for k in range(4):
+            rng = random.Random(f"{seed}-count-{fam.key}-{k}")
+            made = [instance(fam, rng, fresh=True) for _ in range(rng.randint(2, 4))]
+            if any(m is None for m in made) or len({m.values[0] for m in made}) < len(made):
+                continue
+            setup: list[dict[str, Any]] = []
+            for m in made:
+                setup += m.reference if not setup else _without_reload(fam.transition, m.reference)
+            check = {"template": "all_of", "params": {"checks": [m.verifier for m in made]}}
+            n = sum(1 for r in records if r.get("list") == lst) + len(made)
+            retrieve = Family("retrieve", f"retrieve|count|{fam.key}", fam.transition, {}, [])
+            question = f"How many items are in {quote(_clean(lst))}? Answer with the number."
+            inst = _answer(retrieve, fam.transition.page, question, str(n), [lst, *[m.values[0] for m in made]])
+            inst.setup, inst.setup_check = setup, check
+            inst.reference = inst.reference[1:]  # the setup leaves the list on screen
+            out.append(inst)
+    return out
+
+
+def _without_reload(t: Transition, reference: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    ended = urlsplit(t.url_after or "")
+    if reference and reference[0].get("action") == "goto" and ended.path and urlsplit(reference[0]["url"]).path == ended.path:
+        return reference[1:]
+    return reference
 
 
 def _answer(fam: Family, page: str, request: str, answer: str, values: list[str], also: list[str] | None = None) -> Instance:

@@ -136,7 +136,12 @@ SCAN_JS = r"""(() => {
     return {heading: heading(z), cards: mine.map(itemText).filter(Boolean), drop};
   }).filter(z => z.heading && z.drop);
   const links = [...document.querySelectorAll('a[href]')].filter(vis).map(a => ({name: text(a) || squash(a.getAttribute('aria-label')), href: a.getAttribute('href')})).filter(l => l.name);
-  return {url: location.href, title: document.title, groups, on_items: onItems, page_buttons: pageButtons,
+  const records = [...document.querySelectorAll('li, tr, [role=listitem], [role=row], [draggable=true]')].filter(vis).map(it => {
+    const r = it.getBoundingClientRect();
+    return {text: itemText(it), x: Math.round((r.left + Math.min(r.width / 2, 80)) * 999 / innerWidth), y: Math.round((r.top + r.height / 2) * 999 / innerHeight)};
+  }).filter(r => r.text && r.x >= 0 && r.x <= 999 && r.y >= 0 && r.y <= 999);
+  const editors = fieldEls.filter(el => isItem(el) && el.value).map(fieldOf).filter(Boolean);
+  return {url: location.href, title: document.title, groups, records, editors, on_items: onItems, page_buttons: pageButtons,
     drag: {cards: cards.map(itemText).filter(Boolean), zones}, links};
 })()"""
 
@@ -188,6 +193,8 @@ class PageScan:
     cards: list[str]
     zones: list[dict[str, Any]]  # {heading, cards}
     links: list[dict[str, str]]
+    records: list[dict[str, Any]] = field(default_factory=list)  # {text, x, y}: rows a person can point at
+    editors: list[FieldInfo] = field(default_factory=list)  # filled fields inside records (an edit in place)
 
     @property
     def empty(self) -> bool:
@@ -208,4 +215,6 @@ def parse_scan(raw: dict[str, Any]) -> PageScan:
     ]
     drag = raw.get("drag", {})
     return PageScan(raw.get("url", ""), raw.get("title", ""), [g for g in groups if g.fields], raw.get("on_items", []),
-                    raw.get("page_buttons", []), drag.get("cards", []), drag.get("zones", []), raw.get("links", []))
+                    raw.get("page_buttons", []), drag.get("cards", []), drag.get("zones", []), raw.get("links", []),
+                    raw.get("records", []),
+                    [FieldInfo(**{k: v for k, v in f.items() if k in fields_known}) for f in raw.get("editors", [])])

@@ -118,6 +118,8 @@ class DiscoveryWalk:
         for ctl in _one_per_kind(scan.on_items):
             if not self._late():
                 self._item_step(path, ctl, page)
+        if scan.records and not any(t.made_by for t in self.transitions):
+            self._on_record(path, page, scan.records[0], scan)
         for button in scan.page_buttons:
             if self._late():
                 return
@@ -193,9 +195,47 @@ class DiscoveryWalk:
         for ctl in _one_per_kind(mine):
             if self._late():
                 return
-            t = self._item_step(made.path + made.actions, ctl, page, made_by=made)
-            if t is not None:
-                t.made_by = made
+            self._item_step(made.path + made.actions, ctl, page, made_by=made)
+        record = next((r for r in scan.records if any(v.casefold() in r["text"].casefold() for v in typed)), None)
+        if record is not None:
+            self._on_record(made.path + made.actions, page, record, scan, made_by=made)
+
+    def _on_record(self, path: list[dict], page: str, record: dict[str, Any], scan: PageScan, made_by: Transition | None = None) -> None:
+        """What a person finds by pointing at a record: controls shown on hover, and an editor opened
+        by a double click (rename in place)."""
+        hover = {"action": "mouse_move", "x": record["x"], "y": record["y"]}
+        self._reset()
+        if self._late() or not self._do(path + [hover]):
+            return
+        shown = {(c["role"], c["name"], c["item"]) for c in scan.on_items}
+        revealed = [c for c in scan_page(self.driver).on_items if c["item"] == record["text"] and (c["role"], c["name"], c["item"]) not in shown]
+        for ctl in _one_per_kind(revealed):
+            if not self._late():
+                self._simple("item", path, [hover, {"action": "left_click", "target": ctl["target"]}], page, item=ctl["item"],
+                             control={"role": ctl["role"], "name": ctl["name"]}, made_by=made_by)
+        self._edit(path, page, record, made_by)
+
+    def _edit(self, path: list[dict], page: str, record: dict[str, Any], made_by: Transition | None) -> None:
+        opened = {"action": "double_click", "target": {"text": record["text"]}}
+        self._reset()
+        if self._late() or not self._do(path):
+            return
+        before = self.state.read()
+        if not self._do([opened]):
+            return
+        now = scan_page(self.driver)
+        editor = next((f for f in now.editors + [f for g in now.groups for f in g.fields] if f.value.strip() == record["text"].strip()), None)
+        if editor is None:
+            return
+        made = fill_action(editor, random.Random(f"{self.seed}-edit-{record['text']}"))
+        if made is None:
+            return
+        actions = [opened, made[0], {"action": "key", "keys": ["Enter"]}]
+        if not self._do(actions[1:]):
+            return
+        diff = self.state.diff(before, self.state.read())
+        self.transitions.append(Transition("edit", path, actions, diff, [Slot(1, editor, made[1])], item=record["text"], page=page,
+                                           url_after=self._url(), text_after=self._text(), made_by=made_by))
 
     def _item_step(self, path: list[dict], ctl: dict[str, Any], page: str, made_by: Transition | None = None) -> Transition | None:
         if ctl["role"] in ("checkbox", "switch"):
