@@ -96,12 +96,17 @@ def draw(fams: list[Family], walk: WalkResult, request: SynthesisRequest, sandbo
             if made:
                 chains.append(made)
     plain = [i for insts in singles.values() for i in insts if not i.setup and i.family.name != "retrieve"]
-    for a, b in zip(plain, plain[1:] + plain[:1]):
-        if a.family.key != b.family.key or a.values != b.values:
-            c = chain(a, b)
-            if c:
-                chains.append(c)
-    rng.shuffle(chains)
+    pairs = [(a, b) for a in plain for b in plain if a is not b]
+    rng.shuffle(pairs)
+    mixed = sorted(pairs[: count * 6], key=lambda ab: ab[0].family.key == ab[1].family.key)  # two kinds of step first
+    for a, b in mixed[: count * 2]:
+        c = chain(a, b)
+        if c:
+            chains.append(c)
+    made_chains = [c for c in chains if c.family.setup is not None]
+    other = [c for c in chains if c.family.setup is None]
+    rng.shuffle(made_chains)
+    chains = [c for pair in zip(made_chains, other) for c in pair] + made_chains[len(other):] + other[len(made_chains):]
     seen: set[str] = set()
     picked: list[TaskSpec] = []
 

@@ -31,19 +31,29 @@ RECORDS_JS = r"""(() => {
     return '';
   };
   const like = el => el.tagName + '.' + [...el.classList].sort().join('.');
-  const containers = new Set([...document.querySelectorAll('ul, ol, tbody, table, [role=list], [role=grid], [role=table]')]);
+  const kidsOf = el => [...el.children].filter(c => !['SCRIPT', 'STYLE', 'TEMPLATE', 'FORM'].includes(c.tagName));
+  const containers = new Map();  // container -> which children are its records (null: all of them)
+  [...document.querySelectorAll('ul, ol, tbody, table, [role=list], [role=grid], [role=table]')].forEach(el => containers.set(el, null));
+  const shapes = new Set();
   [...document.querySelectorAll('body *')].forEach(el => {
-    const kids = [...el.children].filter(c => !['SCRIPT', 'STYLE', 'TEMPLATE'].includes(c.tagName));
-    if (kids.length >= 2 && kids.every(c => like(c) === like(kids[0])) && kids[0].classList.length) containers.add(el);
+    if (containers.has(el)) return;
+    const counts = {}; kidsOf(el).forEach(c => { if (c.classList.length) counts[like(c)] = (counts[like(c)] || 0) + 1; });
+    const best = Object.entries(counts).sort((a, b) => b[1] - a[1])[0];
+    if (best && best[1] >= 2) { containers.set(el, best[0]); shapes.add(like(el) + '>' + best[0]); }
+  });
+  // containers shaped like one found (another board's list with one card or none) are lists too
+  [...document.querySelectorAll('body *')].forEach(el => {
+    if (containers.has(el)) return;
+    for (const sh of shapes) { const [outer, inner] = sh.split('>'); if (like(el) === outer) { containers.set(el, inner); break; } }
   });
   const out = [];
-  for (const c of containers) {
+  for (const [c, only] of containers) {
     if (!vis(c) || c.closest('nav, header, footer, select, datalist')) continue;
-    const items = c.tagName === 'TABLE' ? [...c.querySelectorAll(':scope > tr, :scope > tbody > tr')] : [...c.children].filter(x => !['SCRIPT', 'STYLE', 'TEMPLATE'].includes(x.tagName));
+    const items = c.tagName === 'TABLE' ? [...c.querySelectorAll(':scope > tr, :scope > tbody > tr')] : kidsOf(c).filter(x => !only || like(x) === only);
     if (c.tagName === 'TABLE' && c.querySelector('tbody')) continue;
     const list = heading(c);
     for (const it of items) {
-      if (!vis(it) || [...containers].some(o => o !== c && it.contains(o))) continue;
+      if (!vis(it) || [...containers.keys()].some(o => o !== c && it.contains(o))) continue;
       if (it.querySelector('a[href]') && !it.querySelector('input, button') && it.querySelectorAll('a[href]').length === 1 && squash(it.textContent) === squash(it.querySelector('a').textContent)) continue;
       const text = textOf(it); if (!text) continue;
       const rec = {list, text};

@@ -196,6 +196,13 @@ class DiscoveryWalk:
             if self._late():
                 return
             self._item_step(made.path + made.actions, ctl, page, made_by=made)
+        card = next((c for c in scan.cards if any(v.casefold() in c.casefold() for v in typed)), None)
+        if card is not None:  # a card it made: drag it to the other lists
+            home = next((z for z in scan.zones if card in z["cards"]), None)
+            for other in scan.zones:
+                if other is not home and not self._late():
+                    act = {"action": "left_click_drag", "target": {"text": card}, "to": other["drop"]}
+                    self._simple("drag", made.path + made.actions, [act], page, item=card, to=other["heading"], made_by=made)
         record = next((r for r in scan.records if any(v.casefold() in r["text"].casefold() for v in typed)), None)
         if record is not None:
             self._on_record(made.path + made.actions, page, record, scan, made_by=made)
@@ -253,7 +260,9 @@ class DiscoveryWalk:
         if fresh:  # a press that opened a form (a modal, a card editor): walk into it instead
             self.transitions.remove(t)
             for g in fresh[:2]:
-                self._group_step(path + t.actions, g, "form", page, heading=g.heading or button["name"], button="")
+                made = self._group_step(path + t.actions, g, "form", page, heading=g.heading or button["name"], button="")
+                if made and made.diff and not self._late():
+                    self._on_made_records(page, made)
 
     def _drags(self, path: list[dict], scan: PageScan, page: str) -> None:
         zones = [z for z in scan.zones if z["heading"]]
