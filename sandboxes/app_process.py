@@ -136,9 +136,18 @@ class AppProcess:
             self.stop()
             if self.state_path:
                 self.state_path.unlink(missing_ok=True)
+            self._clear_state_files()
             self.start()
             return
         sqlite_copy(self.snapshot_path, self.state_path)
+
+    def _clear_state_files(self) -> None:
+        """A `files` state folder in the work dir starts empty again, as on the first start."""
+        st = self.manifest.state
+        if st.kind == "files" and st.path:
+            folder = (self.workdir / st.path).resolve()
+            if folder.is_relative_to(self.workdir.resolve()) and folder != self.workdir.resolve():
+                shutil.rmtree(folder, ignore_errors=True)
 
     def stop(self) -> None:
         stop_process(self.proc)
