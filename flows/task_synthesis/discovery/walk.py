@@ -19,6 +19,7 @@ from flows.task_synthesis.discovery.fill import fill_action
 from flows.task_synthesis.discovery.page_scan import FieldInfo, Group, PageScan, scan_page
 from flows.task_synthesis.discovery.state import DiscoveredState, StateDiff
 from sandboxes.actions import parse_actions
+from sandboxes.app_process import SandboxError
 from sandboxes.manifest import SandboxManifest
 
 MAX_PAGES = 5
@@ -295,17 +296,27 @@ class DiscoveryWalk:
         auth = getattr(self.manifest, "auth", None)
         if auth is None:
             return []
+        self.username = auth.username or f"sandbox{self.seed}"
+        self.password = auth.password or f"Tr0ub4dor-{self.seed}-sandbox"
+        if getattr(auth, "register_first", False):
+            path = getattr(auth, "register_path", None) or auth.login_path
+            register = self._credential_actions(auth, path)
+            login = self._credential_actions(auth, auth.login_path)
+            self._reset()
+            if register and login and self._do(register + login) and not self._asks_password():
+                self.notes.append(f"registered {self.username!r} at {path}, then signed in")
+                return register + login
         login = self._credential_actions(auth, getattr(auth, "login_path", "/login"))
         self._reset()
         if login and self._do(login) and not self._asks_password():
-            self.notes.append(f"signed in as {auth.username!r} at {auth.login_path}")
+            self.notes.append(f"signed in as {self.username!r} at {auth.login_path}")
             return login
         register_path = getattr(auth, "register_path", None)
         if register_path:
             register = self._credential_actions(auth, register_path)
             self._reset()
             if register and self._do(register + login) and not self._asks_password():
-                self.notes.append(f"registered {auth.username!r} at {register_path}, then signed in")
+                self.notes.append(f"registered {self.username!r} at {register_path}, then signed in")
                 return register + login
         self.notes.append(f"could not sign in at {getattr(auth, 'login_path', '?')} with the manifest's [auth] account")
         return []
@@ -321,13 +332,14 @@ class DiscoveryWalk:
         actions: list[dict[str, Any]] = [{"action": "goto", "url": page}]
         user_label = (getattr(auth, "username_label", None) or "").casefold()
         pass_label = (getattr(auth, "password_label", None) or "").casefold()
+        username, password = getattr(self, "username", auth.username), getattr(self, "password", auth.password)
         user_done = False
         rng = random.Random(self.seed)
         for f in group.fields:
             if f.type == "password" or (pass_label and f.spoken.casefold() == pass_label):
-                actions.append({"action": "type", "target": f.target, "text": auth.password, "clear": True})
+                actions.append({"action": "type", "target": f.target, "text": password, "clear": True})
             elif not user_done and ((user_label and f.spoken.casefold() == user_label) or (not user_label and f.type in ("text", "email"))):
-                actions.append({"action": "type", "target": f.target, "text": auth.username, "clear": True})
+                actions.append({"action": "type", "target": f.target, "text": username, "clear": True})
                 user_done = True
             elif f.required:
                 made = fill_action(f, rng)
@@ -338,12 +350,27 @@ class DiscoveryWalk:
         return actions
 
     def _asks_password(self) -> bool:
-        scan = scan_page(self.driver)
-        return any(f.type == "password" for g in scan.groups for f in g.fields)
+        """The page still asks for a password (the sign-in did not take), given the app a few seconds
+        to answer the form post."""
+        for _ in range(6):
+            try:
+                self.driver.observe(screenshot=False)
+                scan = scan_page(self.driver)
+            except Exception:  # mid-navigation
+                scan = None
+            if scan is not None and not any(f.type == "password" for g in scan.groups for f in g.fields):
+                return False
+            self._do([{"action": "wait", "seconds": 0.5}])
+        return True
 
     # ---- pieces -----------------------------------------------------------------------------------
     def _reset(self) -> None:
-        self.driver.reset(new_context=False)
+        try:
+            self.driver.reset(new_context=False)
+        except SandboxError:
+            raise
+        except Exception:  # the page was mid-navigation (a form post): start a fresh context instead
+            self.driver.reset(new_context=True)
         if self.sign_in:
             self._do(self.sign_in)
 
