@@ -16,6 +16,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from lake.conform import conform_table
 from lake.schemas import DUCKDB_TYPES, LATEST_BY_KEY, TABLES, schema_for
 
 _SAFE = re.compile(r"[^A-Za-z0-9_.=-]+")
@@ -57,6 +58,18 @@ class Lake:
             return None
         path = self.tables_dir / table / f"{_SAFE.sub('_', run_id)}-{_SAFE.sub('_', str(batch))}.parquet"
         _atomic_write(pa.Table.from_pylist(good, schema=schema), path)
+        return path
+
+    def write_arrow(self, table: str, arrow_table: pa.Table, run_id: str, batch: str | int) -> Path | None:
+        """`write` for a whole Arrow table (or anything Arrow reads, e.g. a polars frame): validated and cast
+        to the schema column by column, not row by row; rows a cast refuses go to `quarantine`."""
+        good, bad = conform_table(pa.table(arrow_table), schema_for(table))
+        if bad:
+            self.quarantine(table, f"{run_id}/{batch}", bad, run_id, batch)
+        if not good.num_rows:
+            return None
+        path = self.tables_dir / table / f"{_SAFE.sub('_', run_id)}-{_SAFE.sub('_', str(batch))}.parquet"
+        _atomic_write(good, path)
         return path
 
     def quarantine(self, table: str, source: str, bad: list[tuple[Any, str]], run_id: str, batch: str | int) -> None:
