@@ -435,16 +435,23 @@ def _lake(args: argparse.Namespace) -> int:
         if args.lake_cmd == "refresh":
             print(f"catalog rebuilt: {lake.catalog_path}")
             return 0
-    con = duckdb.connect(str(lake.catalog_path), read_only=True)
+    from lake.analyst import AnalystSQLRefused, run_analyst_sql
+
     try:
-        cur = con.execute(args.query)
-    except duckdb.Error as exc:
-        print(f"error: {str(exc).splitlines()[0]}\nviews: {', '.join(_views(con))}", file=sys.stderr)
+        cols, rows = run_analyst_sql(lake, args.query)
+    except AnalystSQLRefused as exc:
+        print(f"error: {exc}", file=sys.stderr)
         return 2
-    if cur.description is None:
+    except duckdb.Error as exc:
+        con = duckdb.connect(str(lake.catalog_path), read_only=True)
+        try:
+            views = ", ".join(_views(con))
+        finally:
+            con.close()
+        print(f"error: {str(exc).splitlines()[0]}\nviews: {views}", file=sys.stderr)
+        return 2
+    if not cols:
         return 0
-    cols = [d[0] for d in cur.description]
-    rows = cur.fetchall()
     if args.format == "json":
         print(json.dumps([dict(zip(cols, r)) for r in rows], default=str, indent=1))
     elif args.format == "csv":
