@@ -15,6 +15,15 @@ os.environ.setdefault("PREFECT_SERVER_UI_ENABLED", "false")
 os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
 
 
+@pytest.fixture(scope="session")
+def prefect_harness():
+    """One Prefect test server per session, shared by every test that runs a flow."""
+    from prefect.testing.utilities import prefect_test_harness
+
+    with prefect_test_harness(server_startup_timeout=120):
+        yield
+
+
 @pytest.fixture
 def lake(tmp_path):
     from lake import Lake
