@@ -233,7 +233,10 @@ def main(argv: list[str] | None = None) -> int:
     sql = lake_p.add_parser("sql", help="run SQL against the catalog's views (read-only)")
     sql.add_argument("query")
     sql.add_argument("--format", choices=["table", "csv", "json"], default="table")
-    lake_p.add_parser("refresh", help="rebuild catalog.duckdb from the Parquet files")
+    lake_p.add_parser("refresh", help="rebuild catalog.duckdb from each Delta table's current files")
+    lake_p.add_parser("compact", help="merge each table's small files into few (also runs every "
+                      "$FLYWHEEL_LAKE_COMPACT_EVERY commits, default 50); older snapshots stay readable")
+    lake_p.add_parser("migrate", help="turn a lake of the old file-per-batch layout into Delta tables (once; no flow may write meanwhile)")
 
     tasks = sub.add_parser("tasks", help="inspect and re-validate tasks").add_subparsers(dest="tasks_cmd", required=True)
     val = tasks.add_parser("validate", help="re-run the validation gate on one stored task; prints a JSON verdict")
@@ -560,9 +563,33 @@ def _lake(args: argparse.Namespace) -> int:
     import duckdb
 
     from lake import Lake
+    from lake.store import LegacyLakeError
 
     lake = Lake()
-    if args.lake_cmd == "refresh" or not lake.catalog_path.exists():
+    try:
+        return _lake_command(args, lake, duckdb)
+    except LegacyLakeError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+def _lake_command(args: argparse.Namespace, lake, duckdb) -> int:
+    if args.lake_cmd == "migrate":
+        from lake.migrate import migrate
+
+        done = migrate(lake)
+        for table, rows in done.items():
+            print(f"{table:20} {rows:8d} rows -> Delta table {lake.tables_dir / table}")
+        print(f"migrated {len(done)} tables; the old files are in {lake.root / 'legacy'} (delete them when satisfied)"
+              if done else f"nothing to migrate in {lake.root}")
+        lake.refresh_catalog()
+        return 0
+    if args.lake_cmd == "compact":
+        removed = lake.compact()
+        print("\n".join(f"{t:20} {n:6d} small files merged" for t, n in removed.items()) or "nothing to compact")
+        lake.refresh_catalog()
+        return 0
+    if args.lake_cmd == "refresh" or (not lake.remote and not lake.catalog_path.exists()):
         lake.refresh_catalog()
         if args.lake_cmd == "refresh":
             print(f"catalog rebuilt: {lake.catalog_path}")
@@ -575,7 +602,7 @@ def _lake(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except duckdb.Error as exc:
-        con = duckdb.connect(str(lake.catalog_path), read_only=True)
+        con = lake.connect() if lake.remote else duckdb.connect(str(lake.catalog_path), read_only=True)
         try:
             views = ", ".join(_views(con))
         finally:
