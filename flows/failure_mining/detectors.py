@@ -26,7 +26,7 @@ loop / repeated_typing
     the same type action (same target and text) issued on 3+ steps of a trajectory, not all in one
     consecutive run (a single run is exact_repeat's). The range runs from the second issue to the last.
 bad_args / format_error, schema_invalid, coords_out_of_range
-    `format_error` set (codes no_tool_call, unparseable_json -> format_error; unknown_action,
+    `format_error` set (but not `unmapped_action`: an imported action with no counterpart in our space) (codes no_tool_call, unparseable_json -> format_error; unknown_action,
     invalid_arguments -> schema_invalid; a coordinate outside 0..999 -> coords_out_of_range), an action name
     outside the action space, or a coordinate outside 0..999 in the actions JSON.
 bad_args / click_hit_nothing
@@ -471,7 +471,10 @@ def detect_repeated_typing(f: pl.LazyFrame) -> pl.LazyFrame:
 @check
 def detect_format_errors(f: pl.LazyFrame) -> pl.LazyFrame:
     """Output that did not parse or did not fit the action schema: nothing was executed."""
-    f = f.filter(pl.col("format_error").is_not_null())
+    # an imported action our action space has no counterpart for is our gap, not the agent's error
+    f = f.filter(
+        pl.col("format_error").is_not_null() & ~pl.col("format_error").str.starts_with("unmapped_action:")
+    )
     code = pl.col("format_error").str.extract(r"^([a-z_]+)\s*:", 1)
     reason = (
         pl.when(pl.col("format_error").str.contains(_FORMAT_OUT_OF_RANGE))
