@@ -168,6 +168,10 @@ class _Composer:
                 continue
             if f.type == "checkbox" and not fill.stored:
                 continue  # unticked is the default a person would not mention
+            if fill.column is None:  # a value the app keeps nowhere a verifier can read: not asked for
+                if f.required:
+                    return None
+                continue
             fills.append(fill)
         where = self._where(fills, table)
         if not where or not fills:
@@ -448,14 +452,9 @@ class _Composer:
         return None
 
     def _where(self, fills: list[_Fill], table: Table) -> dict[str, Any]:
-        where: dict[str, Any] = {}
-        for f in fills:
-            if f.column and f.field.type in ("text", "email", "textarea", "tel") and len(where) < 3:
-                where[f.column] = f.stored
-        for f in fills:
-            if f.column and f.column not in where and (f.field.tag == "select" or f.field.type in ("number", "checkbox")):
-                where[f.column] = f.stored
-        return where
+        """Every value the request names, in the column it lands in: a verifier that checks only some of
+        them passes an agent that typed the others wrong (the gate's counterfactual replays reject it)."""
+        return {f.column: f.stored for f in fills if f.column}
 
     def _main_phrase(self, form: Form, ctx_table: str | None, ctx_row: dict | None) -> str:
         words = form.label.split() or (form.buttons[0].split() if form.buttons else ["submit"])
