@@ -117,7 +117,7 @@ class ValidationGate:
 
             initial, final = self._episode(spec, probes, actions, checks, "reference", check_injection=True)
             first = self._judge(template, params, initial, initial, "initial", expected=False)
-            checks.insert(0, first)
+            checks.insert(sum(c.check == "injected" for c in checks), first)  # after the injection check
             if first.passed and not template.HOLDS_INITIALLY:
                 raise _Rejected("passes_initially", f"verifier passes before any action: {first.verdict_reason}")
             ref = self._judge(template, params, initial, final, "reference", expected=True)
