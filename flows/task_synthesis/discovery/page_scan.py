@@ -138,7 +138,7 @@ SCAN_JS = r"""(() => {
   const links = [...document.querySelectorAll('a[href]')].filter(vis).map(a => ({name: text(a) || squash(a.getAttribute('aria-label')), href: a.getAttribute('href')})).filter(l => l.name);
   const records = [...document.querySelectorAll('li, tr, [role=listitem], [role=row], [draggable=true]')].filter(vis).map(it => {
     const r = it.getBoundingClientRect();
-    return {text: itemText(it), x: Math.round((r.left + Math.min(r.width / 2, 80)) * 999 / innerWidth), y: Math.round((r.top + r.height / 2) * 999 / innerHeight)};
+    return {text: itemText(it), link: !!it.querySelector('a[href]'), x: Math.round((r.left + Math.min(r.width / 2, 80)) * 999 / innerWidth), y: Math.round((r.top + r.height / 2) * 999 / innerHeight)};
   }).filter(r => r.text && r.x >= 0 && r.x <= 999 && r.y >= 0 && r.y <= 999);
   const editors = fieldEls.filter(el => isItem(el) && el.value).map(fieldOf).filter(Boolean);
   return {url: location.href, title: document.title, groups, records, editors, on_items: onItems, page_buttons: pageButtons,

@@ -10,6 +10,7 @@ recorded path replays unchanged in the validation gate."""
 from __future__ import annotations
 
 import random
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,6 +25,8 @@ from sandboxes.manifest import SandboxManifest
 
 MAX_PAGES = 5
 MAX_FORM_STEPS = 3  # groups walked in a row when a press reveals another (wizards, modals)
+MAKING_LINKS = re.compile(r"\b(add|new|create|compose|write|register)\b", re.I)
+ACCOUNT_LINKS = re.compile(r"log.?out|sign.?out|password|logout", re.I)  # would end or change the walk's session
 SKIPPED_HREFS = ("mailto:", "tel:", "javascript:", "data:", "http://", "https://")
 
 
@@ -97,9 +100,10 @@ class DiscoveryWalk:
                 continue
             scan = scan_page(self.driver)
             scans[page] = scan
-            for link in scan.links:
+            for link in sorted(scan.links, key=_link_priority):
                 target = _same_origin(link["href"], page)
-                if target and target not in pages and not self.manifest.sensitive_kind(link["name"]) and len(pages) < MAX_PAGES * 2:
+                if (target and target not in pages and not self.manifest.sensitive_kind(link["name"]) and len(pages) < MAX_PAGES * 2
+                        and not ACCOUNT_LINKS.search(f"{link['name']} {target}")):
                     pages.append(target)
                     queue.append(target)
             self._explore_page(page, scan)
@@ -221,7 +225,8 @@ class DiscoveryWalk:
             if not self._late():
                 self._simple("item", path, [hover, {"action": "left_click", "target": ctl["target"]}], page, item=ctl["item"],
                              control={"role": ctl["role"], "name": ctl["name"]}, made_by=made_by)
-        self._edit(path, page, record, made_by)
+        if not record.get("link"):  # a double click on a link would follow it
+            self._edit(path, page, record, made_by)
 
     def _edit(self, path: list[dict], page: str, record: dict[str, Any], made_by: Transition | None) -> None:
         opened = {"action": "double_click", "target": {"text": record["text"]}}
@@ -375,9 +380,16 @@ class DiscoveryWalk:
             self._do(self.sign_in)
 
     def _do(self, actions: list[dict[str, Any]]) -> bool:
-        for act in parse_actions(actions):
-            if not self.driver.act(act).ok:
-                return False
+        try:
+            for act in parse_actions(actions):
+                if not self.driver.act(act).ok:
+                    return False
+        except SandboxError as exc:  # the page would not settle: this step is lost, the walk goes on
+            self.notes.append(f"a step was given up: {str(exc).splitlines()[0][:160]}")
+            self._lost = getattr(self, "_lost", 0) + 1
+            if self._lost > 3:
+                raise
+            return False
         return True
 
     def _url(self) -> str:
@@ -396,6 +408,11 @@ class DiscoveryWalk:
 
     def _late(self) -> bool:
         return time.monotonic() > self.deadline
+
+
+def _link_priority(link: dict[str, str]) -> int:
+    """Pages that make records first (a person adding data looks for Add / New), then the rest."""
+    return 0 if MAKING_LINKS.search(link["name"]) else 1
 
 
 def _one_per_kind(controls: list[dict[str, Any]]) -> list[dict[str, Any]]:
