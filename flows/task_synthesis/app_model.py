@@ -1,6 +1,6 @@
 """What the static agent learns from an app's source: tables, routes with their SQL, forms, detail fields.
 
-It reads the ordinary shape of a server-rendered Flask + SQLite app (sandboxes/WRITING_APPS.md):
+It reads the ordinary shape of a server-rendered Flask + SQLite app:
 `schema.sql`, `@app.route` handlers with literal SQL, and Jinja templates with labelled forms.
 """
 
