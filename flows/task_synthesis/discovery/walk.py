@@ -225,7 +225,7 @@ class DiscoveryWalk:
             if not self._late():
                 self._simple("item", path, [hover, {"action": "left_click", "target": ctl["target"]}], page, item=ctl["item"],
                              control={"role": ctl["role"], "name": ctl["name"]}, made_by=made_by)
-        if not record.get("link"):  # a double click on a link would follow it
+        if made_by is not None and not record.get("link"):  # rename what it made (a double click on a link follows it)
             self._edit(path, page, record, made_by)
 
     def _edit(self, path: list[dict], page: str, record: dict[str, Any], made_by: Transition | None) -> None:
