@@ -161,3 +161,78 @@ def test_the_walk_types_ticks_hovers_and_edits_in_the_live_todomvc():
     fams, _ = families_from(walk, manifest.state.page_expression())
     assert {"create", "toggle", "delete", "update"} <= {f.name for f in fams}
     assert "localStorage" in walk.state.describe()
+
+
+# ---- the Flask reader in real shapes (enrichment) ------------------------------------------------------------
+FACTORY_APP = {
+    "blog/__init__.py": '''
+from flask import Flask
+def create_app():
+    app = Flask(__name__)
+    from . import auth, posts
+    app.register_blueprint(auth.bp)
+    app.register_blueprint(posts.bp, url_prefix="/posts")
+    return app
+''',
+    "blog/models.py": '''
+from .db import db
+class Post(db.Model):
+    __tablename__ = "posts"
+    id = db.Column(db.Integer, primary_key=True)
+    title = db.Column(db.String(120), nullable=False)
+    body = db.Column(db.Text)
+    author_id = db.Column(db.Integer, db.ForeignKey("users.id"))
+
+class User(Base):
+    id: Mapped[int] = mapped_column(primary_key=True)
+    email: Mapped[str] = mapped_column(String(200))
+    nickname: Mapped[Optional[str]] = mapped_column(String(40))
+''',
+    "blog/auth.py": '''
+bp = Blueprint("auth", __name__, url_prefix="/auth")
+@bp.route("/login", methods=["GET", "POST"])
+def login():
+    return render_template("auth/login.html")
+''',
+    "blog/posts.py": '''
+bp = Blueprint("posts", __name__)
+@bp.route("/new", methods=["GET", "POST"])
+@login_required
+def create():
+    post = Post(title=request.form["title"], body=request.form["body"])
+    db.session.add(post)
+    db.session.commit()
+    return redirect(url_for("posts.index"))
+
+@bp.post("/<int:id>/delete")
+@login_required
+def delete(id):
+    post = db.get_or_404(Post, id)
+    db.session.delete(post)
+    db.session.commit()
+
+@bp.route("/<int:id>/edit", methods=["POST"])
+def edit(id):
+    post = Post.query.get(id)
+    post.title = request.form["title"]
+    db.session.commit()
+''',
+}
+
+
+def test_the_flask_reader_reads_factories_blueprints_logins_and_sqlalchemy_models():
+    from flows.task_synthesis.app_model import build_app_model
+    from flows.task_synthesis.source import SourceSnapshot
+
+    model = build_app_model(SourceSnapshot("blog", "c0", FACTORY_APP))
+    assert set(model.tables) == {"posts", "user"}
+    posts, user = model.tables["posts"], model.tables["user"]
+    assert posts.columns["title"].not_null and not posts.columns["body"].not_null
+    assert posts.columns["author_id"].references == "users" and posts.columns["id"].type == "INTEGER"
+    assert user.columns["email"].not_null and not user.columns["nickname"].not_null
+    routes = {r.path: r for r in model.routes}
+    assert set(routes) == {"/auth/login", "/posts/new", "/posts/<int:id>/delete", "/posts/<int:id>/edit"}
+    assert routes["/posts/new"].login_required and not routes["/auth/login"].login_required
+    assert [(o.verb, o.table, o.columns) for o in routes["/posts/new"].writes()] == [("insert", "posts", ["title", "body"])]
+    assert [(o.verb, o.table) for o in routes["/posts/<int:id>/delete"].writes()] == [("delete", "posts")]
+    assert [(o.verb, o.table, o.columns) for o in routes["/posts/<int:id>/edit"].writes()] == [("update", "posts", ["title"])]
