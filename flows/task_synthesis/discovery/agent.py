@@ -74,7 +74,7 @@ def _drag_peers(walk: WalkResult, fam: Family) -> list[str]:
         return []
     for z in scan.zones:
         if fam.transition.item in z["cards"]:
-            return [c for c in z["cards"] if c != fam.transition.item and len(c) <= 80]
+            return [c for c in z["cards"] if c != fam.transition.item and len(c) < 80]
     return []
 
 

@@ -271,9 +271,10 @@ class DiscoveryWalk:
                     self._on_made_records(page, made)
 
     def _drags(self, path: list[dict], scan: PageScan, page: str) -> None:
-        zones = [z for z in scan.zones if z["heading"]]
+        named = [z["heading"] for z in scan.zones]
+        zones = [z for z in scan.zones if z["heading"] and named.count(z["heading"]) == 1]  # lists a person can tell apart
         for z in zones:
-            for card in z["cards"][:1]:
+            for card in [c for c in z["cards"] if len(c) < 80][:1]:  # a card named by its whole text (scans cut at 80)
                 for other in zones:
                     if other is z or self._late():
                         continue
