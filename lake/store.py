@@ -16,9 +16,10 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from lake.schemas import DUCKDB_TYPES, LATEST_BY_KEY, TABLES, schema_for
+from lake.schemas import LATEST_BY_KEY, TABLES, duckdb_type, json_columns, schema_for
 
 _SAFE = re.compile(r"[^A-Za-z0-9_.=-]+")
+CATALOG_STORAGE_VERSION = "v1.5.0"
 
 
 def utcnow() -> dt.datetime:
@@ -122,10 +123,14 @@ class Lake:
         fd, tmp = tempfile.mkstemp(dir=self.root, prefix=".catalog-", suffix=".duckdb")
         os.close(fd)
         os.unlink(tmp)  # duckdb wants to create the file itself
-        con = duckdb.connect(tmp)
+        # written in a storage format the DuckDB CLI that bootstrap installs (duckdb-cli 1.5) can open
+        con = duckdb.connect(tmp, config={"storage_compatibility_version": CATALOG_STORAGE_VERSION})
         try:
             for stmt in self._view_statements():
                 con.execute(stmt)
+            from lake.dictionary import apply_comments  # (imported here: `python -m lake.dictionary` runs it)
+
+            apply_comments(con)
             con.execute("CHECKPOINT")
         finally:
             con.close()
@@ -142,9 +147,10 @@ class Lake:
             raw = f"{table}_history" if table in LATEST_BY_KEY else table
             if files:
                 glob = (self.tables_dir / table / "*.parquet").as_posix().replace("'", "''")
-                body = f"SELECT * FROM read_parquet('{glob}', union_by_name = true)"
+                typed = ", ".join(f"TRY_CAST({c} AS JSON) AS {c}" for c in json_columns(table))
+                body = f"SELECT *{f' REPLACE ({typed})' if typed else ''} FROM read_parquet('{glob}', union_by_name = true)"
             else:
-                cols = ", ".join(f"CAST(NULL AS {DUCKDB_TYPES[f.type]}) AS {f.name}" for f in schema)
+                cols = ", ".join(f"CAST(NULL AS {duckdb_type(table, f.name)}) AS {f.name}" for f in schema)
                 body = f"SELECT {cols} WHERE false"
             stmts.append(f"CREATE OR REPLACE VIEW {raw} AS {body}")
             if table in LATEST_BY_KEY:

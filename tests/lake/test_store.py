@@ -8,7 +8,8 @@ from lake import utcnow
 
 
 def _run_row(run_id="r1", flow="synthesize-tasks"):
-    return {"run_id": run_id, "flow": flow, "parameters_json": "{}", "summary_json": "{}", "started_at": utcnow(), "finished_at": utcnow()}
+    return {"invocation_id": run_id, "run_id": run_id, "flow": flow, "status": "completed", "parameters_json": "{}",
+            "counts_json": "{}", "started_at": utcnow(), "finished_at": utcnow(), "recorded_at": utcnow()}
 
 
 def test_write_is_idempotent_per_run_and_batch(lake):
