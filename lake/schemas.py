@@ -75,6 +75,7 @@ TABLES: dict[str, pa.Schema] = {
             ("num_steps", pa.int32()),
             ("ended", pa.string()),  # terminated | max_steps | env_error
             ("end_detail", pa.string()),
+            ("instruction", pa.string()),  # the request the episode worked on, as the policy was given it
             ("final_answer", pa.string()),
             ("evidence_json", pa.string()),  # the task verifier's probes after injection and at the end
             ("injected_faults_json", pa.string()),  # what a simulator policy did wrong on purpose
@@ -147,10 +148,12 @@ TABLES: dict[str, pa.Schema] = {
             ("policy", pa.string()),
             ("first_step", pa.int32()),
             ("last_step", pa.int32()),
-            ("kind", pa.string()),  # loop | bad_args | sensitive
+            ("kind", pa.string()),  # loop | bad_args | sensitive | side_effect | premature
             ("reason", pa.string()),  # reason code, e.g. exact_repeat, coords_out_of_range, unconfirmed_sensitive
             ("severity", pa.float64()),  # 0..1
             ("evidence_json", pa.string()),
+            ("evidence_level", pa.string()),  # what it rests on: actions | url | ui_tree | screenshot | errors | manifest
+            ("confidence", pa.float64()),  # 0..1
             ("detector_version", pa.string()),
             ("run_id", pa.string()),
             ("recorded_at", TS),

@@ -104,10 +104,17 @@ class StartSpec(_Strict):
 
 class StateSpec(_Strict):
     kind: Literal["sqlite", "http_json", "js", "local_storage", "files"]
-    path: str | None = None
+    path: str | None = None  # relative to the app's work dir, and inside it
     expression: str | None = None  # js: a JS expression whose (JSON) value is the app's state
     key: str | None = None  # local_storage: the key the app keeps its state under (js: where injections write)
     items: str = ""  # local_storage: dotted path to the records inside the stored JSON ("" = the value itself)
+
+    @field_validator("path")
+    @classmethod
+    def _inside_work_dir(cls, v: str | None) -> str | None:
+        if v is not None and (Path(v).is_absolute() or ".." in Path(v).parts):
+            raise ValueError(f"{v!r} leaves the app's work dir; give a path inside it, e.g. \"app.db\"")
+        return v
 
     @model_validator(mode="after")
     def _page_state(self) -> StateSpec:
@@ -300,7 +307,25 @@ def load_manifest(path: str | Path) -> SandboxManifest:
             f"{path}: {problems} — fix these keys (see sandboxes/sandbox.example.toml)"
         ) from None
     manifest.folder = path.parent.resolve()
-    if not manifest.source.fetched and not manifest.source_dir.exists():
-        where = "/".join(p for p in (manifest.source.path or ".", manifest.source.subdir) if p)
-        raise ManifestError(f"{path}: the source folder {where!r} does not exist; point source.path (and subdir) at the app")
+    if not manifest.source.fetched:
+        _check_source_inside(path, manifest)
+        if not manifest.source_dir.exists():
+            where = "/".join(p for p in (manifest.source.path or ".", manifest.source.subdir) if p)
+            raise ManifestError(f"{path}: the source folder {where!r} does not exist; point source.path (and subdir) at the app")
     return manifest
+
+
+SOURCE_ROOTS_ENV = "FLYWHEEL_SOURCE_ROOTS"  # more folders a local source.path may point into, `:`-separated
+
+
+def _check_source_inside(path: Path, manifest: SandboxManifest) -> None:
+    """A local source.path stays in the sandbox's folder or its git repository (the agent reads it, the
+    app runs from it): `/etc` or `../../..` would hand the whole machine to both."""
+    source = manifest.source_dir
+    repo = next((p for p in [manifest.folder, *manifest.folder.parents] if (p / ".git").exists()), None)
+    extra = [Path(p).resolve() for p in os.environ.get(SOURCE_ROOTS_ENV, "").split(os.pathsep) if p]
+    roots = [manifest.folder] + ([repo] if repo else []) + extra
+    if not any(source == root or source.is_relative_to(root) for root in roots):
+        where = f"its folder ({manifest.folder})" + (f" or its repository ({repo})" if repo else "")
+        raise ManifestError(f"{path}: source.path {manifest.source.path!r} resolves to {source}, outside {where}; "
+                            f"put the app there, or add its folder to {SOURCE_ROOTS_ENV} to allow it")

@@ -67,7 +67,10 @@ def read_source(manifest: SandboxManifest) -> SourceSnapshot:
 
 def _from_disk(manifest: SandboxManifest, folder: Path, base: str) -> SourceSnapshot:
     files = {}
+    root = folder.resolve()
     for path in sorted(folder.rglob("*")):
+        if path.is_symlink() or not path.resolve().is_relative_to(root):  # a link may point out of the tree
+            continue
         if path.is_file() and path.suffix in TEXT_SUFFIXES and path.stat().st_size <= MAX_FILE_BYTES:
             if any(part.startswith(".") or part == "__pycache__" for part in path.relative_to(folder).parts):
                 continue
