@@ -5,7 +5,8 @@ fetched at pinned versions from npm and PyPI, each with only a sandbox.toml), ru
 
 Per app: `synthesize-tasks` with the default (static) agent, then `explore`, into one fresh lake; then
 from the lake: candidates, verified pairs, families among them, the multi-step share, duplicate pairs
-(same request and verifier), rejections by reason, and CPU-seconds per verified pair (this process and
+(same request and verifier), rejections by reason, explore's recorded steps and how many changed the
+app's state, and CPU-seconds per verified pair (this process and
 the app servers, browsers and helpers it started and reaped; the Prefect server is not counted). A
 baseline for the next change is the same command on the commit before it.
 """
@@ -39,6 +40,8 @@ class AppYield:
     multi_step: int = 0
     duplicates: int = 0  # verified pairs whose (request, verifier) another verified pair already has
     rejected: Counter = field(default_factory=Counter)
+    explored_steps: int = 0  # transitions explore recorded
+    state_changes: int = 0  # of them, steps that changed the app's state
     cpu_s: float = 0.0
     wall_s: float = 0.0
     errors: list[str] = field(default_factory=list)
@@ -82,6 +85,10 @@ def measure(folder: Path, lake_root: Path, count: int = 40, steps: int = 200, mi
             out.errors += [s["error"]] if s.get("error") else []
             out.notes += list(s.get("notes") or [])
     lake = Lake(lake_root)
+    if lake.files("transitions"):
+        (row,) = lake.query("SELECT count(*) AS n, count(*) FILTER (WHERE changed_state) AS changed FROM transitions "
+                            "WHERE sandbox = ?", [name])
+        out.explored_steps, out.state_changes = row["n"], row["changed"]
     if not lake.files("tasks"):
         return out
     rows = lake.query("SELECT task_id, family, status, reason, instruction, verifier_json, params_json FROM tasks_history "
@@ -116,19 +123,22 @@ def corpus_apps(names: list[str] | None = None) -> list[Path]:
 
 
 def table(results: list[AppYield]) -> str:
-    head = f"{'app':16} {'cand':>5} {'verif':>5} {'fam':>4} {'multi':>6} {'dup':>4} {'CPU-s/verif':>11}  rejected by reason"
+    head = (f"{'app':16} {'cand':>5} {'verif':>5} {'fam':>4} {'multi':>6} {'dup':>4} {'CPU-s/verif':>11} "
+            f"{'explored':>8} {'changed':>7}  rejected by reason")
     lines = [head, "-" * len(head)]
     for r in results:
         cpv = f"{r.cpu_per_verified:.1f}" if r.cpu_per_verified is not None else f"({r.cpu_s:.0f} s)"
         rej = ", ".join(f"{k} {v}" for k, v in r.rejected.most_common()) or "-"
         lines.append(f"{r.app:16} {r.candidates:5d} {r.verified:5d} {len(r.families):4d} {r.multi_step_share:6.0%} "
-                     f"{r.duplicates:4d} {cpv:>11}  {rej}")
+                     f"{r.duplicates:4d} {cpv:>11} {r.explored_steps:8d} {r.state_changes:7d}  {rej}")
     cand, ver = sum(r.candidates for r in results), sum(r.verified for r in results)
     multi, cpu = sum(r.multi_step for r in results), sum(r.cpu_s for r in results)
     fams = len({f for r in results for f in r.families})
     lines.append("-" * len(head))
     lines.append(f"{'total':16} {cand:5d} {ver:5d} {fams:4d} {multi / ver if ver else 0:6.0%} "
-                 f"{sum(r.duplicates for r in results):4d} {f'{cpu / ver:.1f}' if ver else f'({cpu:.0f} s)':>11}")
+                 f"{sum(r.duplicates for r in results):4d} {f'{cpu / ver:.1f}' if ver else f'({cpu:.0f} s)':>11} "
+                 f"{sum(r.explored_steps for r in results):8d} {sum(r.state_changes for r in results):7d}")
+    lines.append("(CPU-s/verif in parentheses: all the CPU-seconds spent, when nothing was verified)")
     return "\n".join(lines)
 
 

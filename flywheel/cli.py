@@ -684,7 +684,9 @@ def _sandbox(args: argparse.Namespace) -> int:
                 driver.close()
             return 0
         with AppProcess(chosen[0]) as app:
-            print(f"{app.manifest.name} is up at {app.base_url}/  (state: {app.state_path}); Ctrl-C stops it")
+            st = app.manifest.state
+            where = app.state_path or (f"{st.kind}, read in the page" if st.in_page else f"{st.kind} under {app.workdir}")
+            print(f"{app.manifest.name} is up at {app.base_url}{app.manifest.start.home_path}  (state: {where}); Ctrl-C stops it")
             app.proc.wait()
     except SandboxError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -243,7 +243,14 @@ class SandboxManifest(_Strict):
     def source_dir(self) -> Path:
         """The app's files; a git, npm or PyPI source is fetched into the cache on first use (SourceFetchError
         if it cannot be)."""
-        return self.source_root / self.source.subdir
+        root = self.source_root
+        folder = root / self.source.subdir
+        if self.source.subdir and not folder.resolve().is_relative_to(root.resolve()):
+            from sandboxes.npm_source import SourceFetchError
+
+            raise SourceFetchError(f"{self.name}: source.subdir {self.source.subdir!r} leads out of the source "
+                                   f"(a symlink to {folder.resolve()}); point it at a real folder inside")
+        return folder
 
     @property
     def source_root(self) -> Path:
@@ -309,9 +316,9 @@ def load_manifest(path: str | Path) -> SandboxManifest:
     manifest.folder = path.parent.resolve()
     if not manifest.source.fetched:
         _check_source_inside(path, manifest)
-    if not manifest.source.fetched and not manifest.source_dir.exists():
-        where = "/".join(p for p in (manifest.source.path or ".", manifest.source.subdir) if p)
-        raise ManifestError(f"{path}: the source folder {where!r} does not exist; point source.path (and subdir) at the app")
+        if not manifest.source_dir.exists():
+            where = "/".join(p for p in (manifest.source.path or ".", manifest.source.subdir) if p)
+            raise ManifestError(f"{path}: the source folder {where!r} does not exist; point source.path (and subdir) at the app")
     return manifest
 
 

@@ -7,6 +7,7 @@ skipped with the reason."""
 from __future__ import annotations
 
 import json
+import os
 import tomllib
 from pathlib import Path
 
@@ -22,9 +23,11 @@ APPS = [p.name for p in corpus_apps()]
 # Left out on purpose (kept for an independent check): the demo labs of the Qwen-CUA repository, Flask's
 # tutorial app, and the framework builds of the TodoMVC repository / npm package.
 EXCLUDED = ("todomvc", "flaskr", "qwen")
-# Apps on which today's discovery does not yet reach the thresholds below. Strict: an app that starts
-# meeting them fails here until it is taken off this list.
+# Apps on which today's discovery does not yet reach the thresholds below. They are not run in CI (a few
+# minutes each for an expected failure); FLYWHEEL_CORPUS_PENDING=run runs them too, strictly: one that
+# meets the thresholds then fails here until it is taken off this list.
 YIELD_PENDING = set(APPS)
+RUN_PENDING = os.environ.get("FLYWHEEL_CORPUS_PENDING") == "run"
 # Synthesis and exploration sizes for CI (bench/foreign.py runs the full sizes).
 COUNT, STEPS, MINUTES = 30, 80, 1.0
 
@@ -85,7 +88,8 @@ def test_each_app_fetches_starts_and_answers(name):
 @pytest.mark.browser
 @pytest.mark.slow
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(
-    n in YIELD_PENDING, strict=True, reason="discovery does not yet reach the Done-when figures on this app")) for n in APPS])
+    n in YIELD_PENDING, strict=True, run=RUN_PENDING,
+    reason="discovery does not yet reach the Done-when figures on this app (FLYWHEEL_CORPUS_PENDING=run tries)")) for n in APPS])
 def test_synthesis_and_exploration_yield_what_the_done_when_asks(name, prefect_harness, tmp_path):
     fetched(name)
     got = measure(CORPUS / name, tmp_path / "lake", count=COUNT, steps=STEPS, minutes=MINUTES)

@@ -58,6 +58,19 @@ def test_git_source_is_checked_out_at_the_pinned_commit(tmp_path, bare_repo):
     assert (m2.source_dir / "index.html").read_text() == "v2"
 
 
+def test_a_subdir_symlinked_out_of_a_fetched_source_is_refused(tmp_path, monkeypatch):
+    monkeypatch.setenv("FLYWHEEL_CACHE", str(tmp_path / "cache"))
+    work = git.Repo.init(tmp_path / "evil")
+    with work.config_writer() as cw:
+        cw.set_value("user", "name", "t").set_value("user", "email", "t@example.com")
+    (tmp_path / "evil" / "app").symlink_to("/etc")
+    work.index.add(["app"])
+    commit = work.index.commit("app is /etc").hexsha
+    m = load_manifest(write(tmp_path / "sb", f'git = "{tmp_path / "evil"}"\nref = "{commit}"\nsubdir = "app"'))
+    with pytest.raises(SourceFetchError, match="leads out of the source"):
+        _ = m.source_dir
+
+
 def test_git_source_needs_a_full_commit(tmp_path, bare_repo):
     bare, _ = bare_repo
     for ref in ('', 'ref = "main"', 'ref = "abc123"', 'ref = "HEAD"'):
