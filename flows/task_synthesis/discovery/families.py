@@ -75,22 +75,14 @@ def verifier_for(t: Transition, initial_records: list[dict]) -> tuple[str, dict[
         if found:
             return found[0], found[1], list(typed) or [str(v) for v in found[1]["params"].get("where", {}).values()]
     records = _records_verifier(t)
-    if records:
-        return records
-    if d.manifest is not None and t.kind != "item":
-        expr = _manifest_expression(t)
-        found = expr and js_state_matches.from_change(d.manifest[0], d.manifest[1], expr, typed)
-        if found and _names_typed(found[1], typed):
-            return found[0], found[1], _checked_values(found[1])
-    for key, (before, after) in sorted(d.storage.items()):
-        path = records_path(after) if after is not None else records_path(before)
-        expr = storage_expression(key, path or []) if path is not None else ""
-        if not expr:
-            continue
-        b, a = _at(before, path), _at(after, path)
-        found = js_state_matches.from_change(b, a, expr, typed)
-        if found and _names_typed(found[1], typed):
-            return found[0], found[1], _checked_values(found[1])
+    named = typed or ((t.item,) if t.item else ())
+    stored = _stored_verifier(t, named)
+    if stored and records:  # what the app keeps outlives a reload; the page's lists say what kind of change it was
+        return records[0], stored[1], records[2]
+    return stored or records or _shown_or_searched(t, typed)
+
+
+def _shown_or_searched(t: Transition, typed: tuple[str, ...]) -> tuple[str, dict[str, Any], list[str]] | None:
     shown = [v for v in typed if len(v) >= 3 and v.casefold() in t.text_after.casefold()]
     if shown and t.kind in ("form", "enter"):
         checks = [{"template": "page_contains", "params": {"text": v}} for v in shown]
@@ -101,6 +93,26 @@ def verifier_for(t: Transition, initial_records: list[dict]) -> tuple[str, dict[
             path = urlsplit(t.url_after).path
             looks = "".join(f"(?=(?:.*&)?{re.escape(k)}={_spaced(v)}(?:&|$))" for k, v in query)
             return "search", {"template": "url_matches", "params": {"pattern": f"{re.escape(path)}\\?{looks}"}}, [v for _, v in query]
+    return None
+
+
+def _stored_verifier(t: Transition, named: tuple[str, ...]) -> tuple[str, dict[str, Any], list[str]] | None:
+    """A verifier over the state the app keeps (the manifest's expression, else browser storage), when the
+    change there names the values the request names."""
+    d = t.diff
+    if d.manifest is not None:
+        expr = _manifest_expression(t)
+        found = expr and js_state_matches.from_change(d.manifest[0], d.manifest[1], expr, named)
+        if found and _names_typed(found[1], named):
+            return found[0], found[1], _checked_values(found[1])
+    for key, (before, after) in sorted(d.storage.items()):
+        path = records_path(after) if after is not None else records_path(before)
+        expr = storage_expression(key, path or []) if path is not None else ""
+        if not expr:
+            continue
+        found = js_state_matches.from_change(_at(before, path), _at(after, path), expr, named)
+        if found and _names_typed(found[1], named):
+            return found[0], found[1], _checked_values(found[1])
     return None
 
 
@@ -294,7 +306,8 @@ def _request(fam: Family, values: list[str], item: str, slots: dict[str, str] | 
         dest = _clean(t.to) or (values[1] if len(values) > 1 else "")
         return _sentence(f"move {quote(item)} to {quote(dest)}")
     if name == "toggle":
-        checked = fam.verifier["params"].get("where", {}).get("checked")
+        where_ = fam.verifier["params"].get("where", {})
+        checked = where_.get("checked", next((v for v in where_.values() if isinstance(v, bool)), None))
         return _sentence(f"{'check off' if checked else 'uncheck'} {quote(item)}")
     if name == "update" and item and slots:
         return _sentence(f"rename {quote(item)} to {quote(next(iter(slots.values())))}")
