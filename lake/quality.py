@@ -10,7 +10,7 @@ writer held) and validates pandas frames with GX, in chunks so memory stays boun
   text    every text the rows carry (message parts, tool-call arguments; for action-rl the request, URL,
           action, error): roles and part types in their sets, and no PII pattern left (one expectation
           per kind, so a report says which kind slipped through);
-  images  a deterministic sample of images decodes (PIL), embedded or referenced.
+  images  every image decodes (PIL), embedded or referenced (each distinct one once).
 The result is JSON-able: success, and per expectation its suite, type, column, success, unexpected count
 and examples (PII examples masked). GX is imported here only, when a gate runs (it costs ~3 s).
 """
@@ -29,7 +29,6 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 CHUNK_ROWS = 20_000
-IMAGE_SAMPLE = 32
 REWARD_RANGES = {"ct": (0.0, 1.0), "qt": (0.0, 1.0), "st": (-1.0, 0.0), "lt": (-1.0, 0.0)}
 KEYS = ("id", "trajectory_id", "task_id", "sandbox", "verdict")
 TEXT_FIELDS = {"action-rl": ("instruction", "url", "action", "actions_json", "error")}
@@ -45,7 +44,7 @@ def gate_export(folder: Path, manifest: dict[str, Any], pii_patterns: dict[str, 
     for rows, text in _chunks(folder, manifest, fmt):
         validator.run("rows", rows, _rows_suite(gx, fmt, verdicts))
         validator.run("text", text, _text_suite(gx, fmt, pii_patterns))
-    validator.run("images", _image_sample(folder, manifest, fmt), _images_suite(gx))
+    validator.run("images", _every_image(folder, manifest, fmt), _images_suite(gx))
     return validator.report(pii_patterns)
 
 
@@ -206,18 +205,25 @@ def _message_text(messages: pa.ListArray):
     return pd.concat(frames, ignore_index=True), per_row
 
 
-def _image_sample(folder: Path, manifest: dict[str, Any], fmt: str):
-    """Up to IMAGE_SAMPLE images from row groups spread evenly over the shards, decoded with PIL."""
+def _every_image(folder: Path, manifest: dict[str, Any], fmt: str):
+    """Every distinct image the shards carry, decoded with PIL, a row group at a time: a published image
+    that is not one (a host file an import referenced, a truncated PNG) fails the gate wherever it sits."""
+    import hashlib
+
     import pandas as pd
 
     column = "images" if fmt == "messages" else "screenshot"
-    groups = [(shard, g) for shard in _shards(folder, manifest) for g in range(shard.num_row_groups)]
-    picked = groups[:: max(1, len(groups) // 8)][:8]
-    out = []
-    for shard, g in picked:
-        values = shard.read_row_group(g, columns=[column]).column(column)
-        images = [img for img in (pc.list_flatten(values) if fmt == "messages" else values).to_pylist() if img]
-        out += [_decode(img) for img in images[: IMAGE_SAMPLE // 8]]
+    out, seen = [], set()
+    for shard in _shards(folder, manifest):
+        for g in range(shard.num_row_groups):
+            values = shard.read_row_group(g, columns=[column]).column(column)
+            for img in (pc.list_flatten(values) if fmt == "messages" else values).to_pylist():
+                if not img:
+                    continue
+                key = hashlib.sha256(img["bytes"]).digest() if img.get("bytes") is not None else img.get("path")
+                if key not in seen:
+                    seen.add(key)
+                    out.append(_decode(img))
     return pd.DataFrame(out, columns=["path", "decodable", "width", "height"])
 
 
@@ -286,6 +292,6 @@ def _text_suite(gx, fmt: str, pii_patterns: dict[str, str]):
 def _images_suite(gx):
     e = gx.expectations
     return gx.ExpectationSuite(name="export-images", expectations=[
-        e.ExpectColumnValuesToBeInSet(column="decodable", value_set=[True], description="sampled images decode"),
-        e.ExpectColumnValuesToBeBetween(column="width", min_value=1, description="sampled images have pixels"),
+        e.ExpectColumnValuesToBeInSet(column="decodable", value_set=[True], description="every image decodes"),
+        e.ExpectColumnValuesToBeBetween(column="width", min_value=1, description="every image has pixels"),
     ])
