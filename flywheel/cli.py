@@ -207,6 +207,22 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.lake:
         os.environ["FLYWHEEL_LAKE"] = args.lake
+    if argv is not None:  # called from Python (tests, scripts): the caller owns the processes it starts
+        return _dispatch(args)
+    from flywheel import orphans
+
+    orphans.reap_orphans()  # what a SIGKILLed run left behind
+    tag = orphans.claim()
+    try:
+        return _dispatch(args)
+    except KeyboardInterrupt:
+        print("interrupted; ending the processes this run started", file=sys.stderr)
+        return 130
+    finally:
+        orphans.end_children(tag)
+
+
+def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "run":
         return _run_synthesize(args) if args.flow == "synthesize-tasks" else _run_other(args)
     if args.command == "curriculum":
