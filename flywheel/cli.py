@@ -10,7 +10,6 @@ import sys
 from pathlib import Path
 
 QUIET_PREFECT = {
-    "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "90",
     "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
     "DO_NOT_TRACK": "1",
     "PREFECT_SERVER_UI_ENABLED": "false",
@@ -46,10 +45,44 @@ def port_number(text: str) -> int:
     return value
 
 
-def _prefect_env() -> None:
+def _prefect_env() -> str:
+    """Settings for Prefect before it is imported; says which server the run will use."""
+    from flywheel.prefect_server import use_running_server
+
     for k, v in QUIET_PREFECT.items():
         os.environ.setdefault(k, v)
     os.environ.setdefault("PREFECT_HOME", str(Path(".prefect").resolve()))
+    api_url = use_running_server()
+    if api_url:
+        return f"Prefect server {api_url}"
+    return (f"an ephemeral Prefect server (~10 s, minutes on a loaded machine; `{_me()} server start` "
+            "keeps one running for every run)")
+
+
+def _cheap_checks(args: argparse.Namespace) -> list[str]:
+    """What is wrong with the command line, found before Prefect is imported or started (a few ms)."""
+    problems = []
+    for flag in ("count", "episodes", "workers", "steps", "areas"):
+        if getattr(args, flag, 1) is not None and getattr(args, flag, 1) < 1:
+            problems.append(f"--{flag} must be at least 1, got {getattr(args, flag)}")
+    if getattr(args, "minutes", 1.0) <= 0:
+        problems.append(f"--minutes must be positive, got {args.minutes}")
+    if getattr(args, "since", None):
+        import datetime as dt
+
+        try:
+            dt.datetime.fromisoformat(args.since)
+        except ValueError:
+            problems.append(f"--since {args.since!r} is not an ISO 8601 time (e.g. 2026-12-01 or 2026-12-01T08:00:00+00:00)")
+    problems += [_unknown_sandbox(name) for name in getattr(args, "sandboxes", None) or [] if not _sandbox_exists(name)]
+    if getattr(args, "noise", None):
+        from flows.rollout.policies import NoiseRates
+
+        try:
+            NoiseRates.parse(args.noise)
+        except ValueError as exc:
+            problems.append(f"--noise: {exc}")
+    return problems
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -178,6 +211,14 @@ def main(argv: list[str] | None = None) -> int:
     srv.add_argument("--limit", type=positive_int, default=2, help="flow runs at once (default 2)")
     srv.add_argument("--prefect-yaml", type=Path, default=Path(__file__).resolve().parents[1] / "prefect.yaml")
 
+    server = sub.add_parser("server", help="a long-lived local Prefect server that every flywheel run reuses (no start-up wait)")
+    server_cmd = server.add_subparsers(dest="server_cmd", required=True)
+    server_start = server_cmd.add_parser("start", help="start it in the background on 127.0.0.1 (state, log and pidfile in $PREFECT_HOME, default ./.prefect)")
+    server_start.add_argument("--port", type=port_number, default=4299, help="port (default 4299)")
+    server_start.add_argument("--timeout", type=positive_float, default=300.0, help="seconds to wait for it to answer (default 300)")
+    server_cmd.add_parser("stop", help="stop it")
+    server_cmd.add_parser("status", help="is it running, and where")
+
     rev = sub.add_parser("review", help="the human spot-review queue").add_subparsers(dest="review_cmd", required=True)
     rs = rev.add_parser("serve", help="a web app on 127.0.0.1 for reviewing sampled pairs and trajectories, opened with a printed token")
     rs.add_argument("--port", type=port_number, default=8765)
@@ -192,7 +233,10 @@ def main(argv: list[str] | None = None) -> int:
     sql = lake_p.add_parser("sql", help="run SQL against the catalog's views (read-only)")
     sql.add_argument("query")
     sql.add_argument("--format", choices=["table", "csv", "json"], default="table")
-    lake_p.add_parser("refresh", help="rebuild catalog.duckdb from the Parquet files")
+    lake_p.add_parser("refresh", help="rebuild catalog.duckdb from each Delta table's current files")
+    lake_p.add_parser("compact", help="merge each table's small files into few (also runs every "
+                      "$FLYWHEEL_LAKE_COMPACT_EVERY commits, default 50); older snapshots stay readable")
+    lake_p.add_parser("migrate", help="turn a lake of the old file-per-batch layout into Delta tables (once; no flow may write meanwhile)")
 
     tasks = sub.add_parser("tasks", help="inspect and re-validate tasks").add_subparsers(dest="tasks_cmd", required=True)
     val = tasks.add_parser("validate", help="re-run the validation gate on one stored task; prints a JSON verdict")
@@ -224,6 +268,11 @@ def main(argv: list[str] | None = None) -> int:
 
 def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "run":
+        problems = _cheap_checks(args)
+        for p in problems:
+            print(f"error: {p}", file=sys.stderr)
+        if problems:
+            return 2
         return _run_synthesize(args) if args.flow == "synthesize-tasks" else _run_other(args)
     if args.command == "curriculum":
         return _curriculum(args)
@@ -237,6 +286,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         return _eval_mining(args)
     if args.command == "serve":
         return _serve(args)
+    if args.command == "server":
+        return _server(args)
     if args.command == "review":
         return _review(args)
     if args.command == "lake":
@@ -246,6 +297,34 @@ def _dispatch(args: argparse.Namespace) -> int:
     return _sandbox(args)
 
 
+SHIPPED_SANDBOXES = Path(__file__).resolve().parents[1] / "sandboxes"
+
+
+def _shipped_sandbox_names() -> list[str]:
+    """Names from the shipped sandbox.toml files, read with tomllib (the manifest model costs ~1 s to import)."""
+    import tomllib
+
+    names = []
+    for toml in sorted(SHIPPED_SANDBOXES.glob("*/sandbox.toml")):
+        try:
+            names.append(tomllib.loads(toml.read_text()).get("sandbox", {}).get("name") or toml.parent.name)
+        except (OSError, tomllib.TOMLDecodeError):
+            names.append(toml.parent.name)  # the flow reports what is wrong with it
+    return names
+
+
+def _sandbox_exists(name: str) -> bool:
+    return name in _shipped_sandbox_names() or Path(name).exists()
+
+
+def _unknown_sandbox(name: str) -> str:
+    import difflib
+
+    known = _shipped_sandbox_names()
+    close = difflib.get_close_matches(name, known, n=3)
+    return f"no sandbox named {name!r}; " + (f"did you mean {', '.join(close)}?" if close else f"known: {', '.join(sorted(known))}")
+
+
 def _run_synthesize(args: argparse.Namespace) -> int:
     from flywheel.llm import configured
 
@@ -253,7 +332,7 @@ def _run_synthesize(args: argparse.Namespace) -> int:
         print("error: --agent llm needs a model: set FLYWHEEL_MODEL (e.g. openai/NAME) and FLYWHEEL_API_BASE for a "
               "vLLM/Ollama server, or FLYWHEEL_API_KEY for a hosted API", file=sys.stderr)
         return 2
-    _prefect_env()
+    server = _prefect_env()
     from rich.console import Console
     from rich.markdown import Markdown
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -262,7 +341,7 @@ def _run_synthesize(args: argparse.Namespace) -> int:
     from lake import Lake
 
     console = Console(width=None if sys.stdout.isatty() else 140)
-    console.print("[bold]synthesize-tasks[/]: starting Prefect (an ephemeral server on first use takes ~10 s)…")
+    console.print(f"[bold]synthesize-tasks[/]: on {server}…")
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console) as progress:
         synth_flow.progress = progress
         result = synth_flow.synthesize_tasks(sandboxes=args.sandboxes, count=args.count, seed=args.seed, agent=args.agent, lake_root=str(Lake().root), workers=args.workers)
@@ -288,7 +367,7 @@ def _me() -> str:
 
 
 def _run_other(args: argparse.Namespace) -> int:
-    _prefect_env()
+    server = _prefect_env()
     from rich.console import Console
     from rich.markdown import Markdown
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -297,7 +376,7 @@ def _run_other(args: argparse.Namespace) -> int:
 
     console = Console(width=None if sys.stdout.isatty() else 140)
     root = str(Lake().root)
-    console.print(f"[bold]{args.flow}[/]: starting Prefect…")
+    console.print(f"[bold]{args.flow}[/]: on {server}…")
     if args.flow == "rollout":
         from flows.rollout import flow as rollout_flow
 
@@ -402,6 +481,34 @@ def _serve(args: argparse.Namespace) -> int:
         return 2
 
 
+def _server(args: argparse.Namespace) -> int:
+    from flywheel import prefect_server
+
+    os.environ.setdefault("PREFECT_HOME", str(Path(".prefect").resolve()))
+    home = prefect_server.prefect_home()
+    if args.server_cmd == "start":
+        print(f"starting a Prefect server on 127.0.0.1:{args.port} (state in {home}; first start ~15 s)…", flush=True)
+        try:
+            state, new = prefect_server.start(args.port, home, args.timeout)
+        except RuntimeError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        print(f"{'started' if new else 'already running'}: {state.api_url} (pid {state.pid}); flywheel runs with "
+              f"PREFECT_HOME={home} use it; `{_me()} server stop` ends it")
+        return 0
+    if args.server_cmd == "stop":
+        state = prefect_server.stop(home)
+        print(f"stopped the server at {state.api_url} (pid {state.pid})" if state else f"no server of ours runs (PREFECT_HOME={home})")
+        return 0
+    state = prefect_server.read_state(home)
+    if state is None:
+        print(f"not running (PREFECT_HOME={home}); flywheel runs start an ephemeral server. Start one with `{_me()} server start`")
+        return 1
+    answers = prefect_server.api_answers(state.api_url, timeout_s=5.0)
+    print(f"{'running' if answers else 'started but not answering yet'}: {state.api_url} (pid {state.pid}, log {home / 'server.log'})")
+    return 0 if answers else 1
+
+
 def _review(args: argparse.Namespace) -> int:
     from lake import Lake
 
@@ -472,9 +579,33 @@ def _lake(args: argparse.Namespace) -> int:
     import duckdb
 
     from lake import Lake
+    from lake.store import LegacyLakeError
 
     lake = Lake()
-    if args.lake_cmd == "refresh" or not lake.catalog_path.exists():
+    try:
+        return _lake_command(args, lake, duckdb)
+    except LegacyLakeError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+def _lake_command(args: argparse.Namespace, lake, duckdb) -> int:
+    if args.lake_cmd == "migrate":
+        from lake.migrate import migrate
+
+        done = migrate(lake)
+        for table, rows in done.items():
+            print(f"{table:20} {rows:8d} rows -> Delta table {lake.tables_dir / table}")
+        print(f"migrated {len(done)} tables; the old files are in {lake.root / 'legacy'} (delete them when satisfied)"
+              if done else f"nothing to migrate in {lake.root}")
+        lake.refresh_catalog()
+        return 0
+    if args.lake_cmd == "compact":
+        removed = lake.compact()
+        print("\n".join(f"{t:20} {n:6d} small files merged" for t, n in removed.items()) or "nothing to compact")
+        lake.refresh_catalog()
+        return 0
+    if args.lake_cmd == "refresh" or (not lake.remote and not lake.catalog_path.exists()):
         lake.refresh_catalog()
         if args.lake_cmd == "refresh":
             print(f"catalog rebuilt: {lake.catalog_path}")
@@ -487,7 +618,7 @@ def _lake(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except duckdb.Error as exc:
-        con = duckdb.connect(str(lake.catalog_path), read_only=True)
+        con = lake.connect() if lake.remote else duckdb.connect(str(lake.catalog_path), read_only=True)
         try:
             views = ", ".join(_views(con))
         finally:
@@ -569,7 +700,9 @@ def _sandbox(args: argparse.Namespace) -> int:
                 driver.close()
             return 0
         with AppProcess(chosen[0]) as app:
-            print(f"{app.manifest.name} is up at {app.base_url}/  (state: {app.state_path}); Ctrl-C stops it")
+            st = app.manifest.state
+            where = app.state_path or (f"{st.kind}, read in the page" if st.in_page else f"{st.kind} under {app.workdir}")
+            print(f"{app.manifest.name} is up at {app.base_url}{app.manifest.start.home_path}  (state: {where}); Ctrl-C stops it")
             app.proc.wait()
     except SandboxError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -21,6 +21,11 @@ class AnalystSQLRefused(ValueError):
 
 def analyst_connection(lake: Lake) -> duckdb.DuckDBPyConnection:
     """A read-only connection on the catalog that can reach no file outside the lake's tables."""
+    if lake.remote:  # object storage: the views read this process's Arrow datasets, not files
+        con = lake.connect()
+        con.execute("SET enable_external_access = false")
+        con.execute("SET lock_configuration = true")
+        return con
     con = duckdb.connect(str(lake.catalog_path), read_only=True)
     tables = lake.tables_dir.as_posix().replace("'", "''") + "/"
     con.execute(f"SET allowed_directories = ['{tables}']")

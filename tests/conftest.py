@@ -20,7 +20,9 @@ def prefect_harness():
     """One Prefect test server per session, shared by every test that runs a flow."""
     from prefect.testing.utilities import prefect_test_harness
 
-    with prefect_test_harness(server_startup_timeout=120):
+    from flywheel.prefect_server import EPHEMERAL_TIMEOUT_S
+
+    with prefect_test_harness(server_startup_timeout=EPHEMERAL_TIMEOUT_S):  # minutes on a loaded machine
         yield
 
 

@@ -11,6 +11,7 @@ from prefect.cache_policies import NO_CACHE
 
 from flows.task_synthesis import synthesis
 from lake import Lake
+from lake.runs import recorded_run
 from sandboxes.manifest import load_manifest
 from sandboxes.registry import select
 
@@ -30,6 +31,7 @@ def synthesize_sandbox_task(
 
 
 @flow(name="synthesize-tasks", log_prints=True)
+@recorded_run("synthesize-tasks")
 def synthesize_tasks(
     sandboxes: list[str] | None = None,
     count: int = 40,
