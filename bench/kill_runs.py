@@ -82,8 +82,7 @@ def tagged_with(tag: str) -> list[int]:
 def facts(flow: str, lake_root: Path) -> dict:
     lake = Lake(lake_root)
     if flow == "mine-failures":
-        rows = lake.query("SELECT trajectory_id, step_index FROM read_parquet(?, union_by_name = true)",
-                          [str(lake.tables_dir / "step_rewards" / "*.parquet")]) if lake.files("step_rewards") else []
+        rows = lake.query("SELECT trajectory_id, step_index FROM step_rewards") if lake.files("step_rewards") else []
         keys = [(r["trajectory_id"], r["step_index"]) for r in rows]
         return {"mined": sorted({k[0] for k in keys}), "duplicates": len(keys) - len(set(keys))}
     if flow == "export-sft":
