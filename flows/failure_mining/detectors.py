@@ -25,6 +25,8 @@ loop / no_progress
 loop / repeated_typing
     the same type action (same target and text) issued on 3+ steps of a trajectory, not all in one
     consecutive run (a single run is exact_repeat's). The range runs from the second issue to the last.
+    Only typing into a named target counts: the same zip code typed into whatever had focus on three
+    different pages is three searches, not a loop.
 bad_args / format_error, schema_invalid, coords_out_of_range
     `format_error` set (but not `unmapped_action`: an imported action with no counterpart in our space) (codes no_tool_call, unparseable_json -> format_error; unknown_action,
     invalid_arguments -> schema_invalid; a coordinate outside 0..999 -> coords_out_of_range), an action name
@@ -81,7 +83,7 @@ FINDING_SCHEMA = {
     "confidence": pl.Float64,
 }
 # The evidence a finding rests on, weakest first; a finding records the strongest one that decided it.
-EVIDENCE_LEVELS = ("actions", "url", "ui_tree", "screenshot", "errors", "manifest")
+EVIDENCE_LEVELS = ("actions", "reasoning", "url", "ui_tree", "screenshot", "errors", "manifest")
 UNDECIDABLE_SCHEMA = {"trajectory_id": pl.String, "check": pl.String, "n": pl.UInt32}
 # How bad each reason is (0..1): feeds the findings' severity and the per-step rewards.
 SEVERITY = {
@@ -107,7 +109,8 @@ MIN_INEFFECTIVE = 2  # repeats that must have changed nothing or failed
 MIN_CONFIDENCE = 0.5  # a loop from actions alone is reported from this confidence on
 NEAR = 12  # grid points (of 0..999) within which two coordinate clicks aim at the same control
 NEAR_FACTOR = 0.85
-SCROLL_FACTOR = 0.55
+REAIM = 40  # grid points: a click re-aimed at a control the model says did not respond
+SCROLL_FACTOR = 0.0  # from actions alone a scroll repeat is reading, never a loop: only screens can tell
 NO_PROGRESS_STEPS = 3
 PERIODS = (2, 3, 4)
 _MAX_EVIDENCE_ACTION = 300
@@ -237,20 +240,24 @@ def _again() -> pl.Expr:
         & pl.col("targetless")
         & prev(pl.col("targetless"))
         & single
-        & ((pl.col("px") - prev(pl.col("px"))).abs() <= NEAR)
-        & ((pl.col("py") - prev(pl.col("py"))).abs() <= NEAR)
-    ).fill_null(False)
-    return pl.col("is_repeat") | near_click
+    )
+    dx, dy = (pl.col("px") - prev(pl.col("px"))).abs(), (pl.col("py") - prev(pl.col("py"))).abs()
+    near = (dx <= NEAR) & (dy <= NEAR)
+    re_aimed = (
+        (dx <= REAIM) & (dy <= REAIM) & pl.col("said_failed")
+    )  # "it didn't work, let me click more precisely"
+    return pl.col("is_repeat") | (near_click & (near | re_aimed)).fill_null(False)
 
 
 def _repeat_runs(f: pl.LazyFrame) -> pl.LazyFrame:
     """Runs of the same turn issued back to back, with how many repeats were provably ineffective, provably
     effective or of unknown effect, and the confidence that the run is a loop (see `_loop_confidence`)."""
-    f = f.with_columns(_again=_again())
+    f = f.with_columns(_again=_again(), _reported=nxt(pl.col("said_failed")).fill_null(False))
     again = pl.col("_again")
     member = again | nxt(again).fill_null(False)
-    ineffective = again & (pl.col("failed") | _unchanged())
-    undecided = again & ~pl.col("failed") & pl.col("unknown")
+    reported = pl.col("_reported")  # the next turn says this one did not work (read before rows are dropped)
+    ineffective = again & (pl.col("failed") | _unchanged() | (reported & pl.col("unknown")))
+    undecided = again & ~pl.col("failed") & pl.col("unknown") & ~reported
     return (
         f.with_columns(_run=(~again).cum_sum())
         .filter(member)
@@ -265,7 +272,12 @@ def _repeat_runs(f: pl.LazyFrame) -> pl.LazyFrame:
             scrolling=pl.col("action_name").first().is_in(SCROLLS),
             ineffective=ineffective.sum(),
             undecided=undecided.sum(),
-            level=_strongest(pl.col("evidence").filter(ineffective)),
+            level=_strongest(
+                pl.when(reported & pl.col("unknown"))
+                .then(pl.lit("reasoning"))
+                .otherwise(pl.col("evidence"))
+                .filter(ineffective)
+            ),
             action=_action_text().first(),
         )
         .filter(pl.col("n") >= MIN_REPEATS)
@@ -277,7 +289,8 @@ def _loop_confidence() -> pl.Expr:
     """How sure a repeat run is a loop. Repeats proven ineffective (failed, or the screen stayed the same)
     confirm it; repeats proven effective clear it (pressing "next" on a list). From actions alone the
     confidence grows with the run's length (3 turns 0.75, 4 turns 0.9, 5+ 0.95), less for near-identical
-    clicks (x0.85) and much less for scrolls (x0.55: scrolling on is mostly reading a long page)."""
+    clicks (x0.85); a scroll repeated by the same amount is how one reads a long page, so from actions
+    alone it is never a loop (undecidable until a screenshot shows the page did not move)."""
     from_actions = (
         (pl.col("n") * 0.15 + 0.3).clip(upper_bound=0.95)
         * pl.when(pl.col("exact")).then(1.0).otherwise(NEAR_FACTOR)
@@ -444,7 +457,7 @@ def undecidable_no_progress(f: pl.LazyFrame) -> pl.LazyFrame:
 def detect_repeated_typing(f: pl.LazyFrame) -> pl.LazyFrame:
     """The same text typed into the same place again and again, across other steps."""
     found = (
-        f.filter(pl.col("action_name") == "type")
+        f.filter((pl.col("action_name") == "type") & ~pl.col("targetless"))  # "the same place" must be known
         .group_by(key=pl.col("act_h") ^ pl.col("traj_no").hash())  # (trajectory, turn) as one integer
         .agg(
             pl.col("trajectory_id").first(),

@@ -21,6 +21,8 @@ Conventions the detectors rely on:
   model's own output said it was clicking, e.g. `Let me click "Add to cart"`), for side-effect recognition;
 - `sens` is the step's sensitive kind (see side_effects: the manifest's, else recognised from the target's
   name, else from the URL it led to; null when the action failed) and `sens_from` what said so;
+- `said_failed`: the step's own raw output says the previous action did not work ("still showing", "didn't
+  open", "try again"; English only): the model's report of an effect it saw, evidence level `reasoning`;
 - `evidence` is the strongest evidence the step's effect is known from: errors (the action failed),
   screenshot, ui_tree, url (the next step's URL differs), else actions.
 """
@@ -55,6 +57,19 @@ _FIRST_ACTION = r'^\[\s*\{\s*"action"\s*:\s*"([A-Za-z_]+)"'
 ORIGIN = r"^([A-Za-z][A-Za-z0-9+.-]*://[^/?#]+)"
 HOST = r"^[A-Za-z][A-Za-z0-9+.-]*://([^/?#]+)"
 _TARGET_NAME = r'"target"\s*:\s*\{[^}]*?"(?:name|label|text)"\s*:\s*"((?:[^"\\]|\\.){1,120})"'
+# ... or the purpose it gave for the click: `click the cart icon to add this iPad to the bag`.
+_SAID_PURPOSE = (
+    r"(?i)\b(?:click|tap|press)\w*\b[^.\n]{0,80}?\bto (add\b[^.\n]{0,50}?\bto (?:the |my |your |a )?"
+    r"(?:cart|bag|basket|trolley|wish ?list|favou?rites|order)\b)"
+)
+# The model saying its previous action did not work (English only): "still showing", "didn't", "try again".
+_SAID_NO_EFFECT = (
+    r"(?i)\b(?:still (?:showing|there|visible|the same|not|on the|shows|persists?)|didn'?t (?:work|open|navigate|"
+    r"change|register|apply|respond|seem)|did not (?:work|open|navigate|change|register|apply)|doesn'?t seem to|"
+    r"does not seem to|isn'?t (?:working|responding|opening)|not (?:working|responding|navigating)|hasn'?t "
+    r"(?:changed|been|opened|updated)|no (?:change|effect)|(?:try|trying) (?:again|clicking)|more precisely|"
+    r"keeps? (?:intercepting|hitting|expanding)|persists?|persistent|accidentally)"
+)
 # In a model's own words, the control it is about to click: `click on the "Save" button`, `tap 'Send'`.
 _SAID_TARGET = (
     r"""(?i)(?:click|tap|press|select|hit)(?:ing|s)?\s+(?:on\s+)?(?:the\s+)?["'“‘]([^"'”’\n]{1,60})["'”’]"""
@@ -153,13 +168,17 @@ def step_features(steps: pl.LazyFrame | pl.DataFrame) -> pl.DataFrame:
             & pl.col("tree_changed").is_null()
             & pl.col("shot_changed").is_null()
             & ~pl.col("url_changed").fill_null(False),
+            said_failed=pl.col("raw_output").str.contains(_SAID_NO_EFFECT).fill_null(False),
             target_name=pl.coalesce(
                 pl.col("act").str.extract(_TARGET_NAME, 1),
-                pl.when(pl.col("targetless")).then(
-                    pl.col("raw_output")
-                    .str.extract_all(_SAID_TARGET)
-                    .list.last()
-                    .str.extract(_SAID_TARGET, 1)
+                pl.when(pl.col("targetless") & pl.col("action_name").is_in(CLICKS)).then(
+                    pl.coalesce(
+                        pl.col("raw_output")
+                        .str.extract_all(_SAID_TARGET)
+                        .list.last()
+                        .str.extract(_SAID_TARGET, 1),
+                        pl.col("raw_output").str.extract(_SAID_PURPOSE, 1),
+                    )
                 ),
             ),
         )
