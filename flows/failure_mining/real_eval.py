@@ -45,7 +45,9 @@ def build_abp_set(git_dir: str | Path, out: str | Path, commit: str = "HEAD") ->
     names = subprocess.run(
         [*git, "ls-tree", "-r", "--name-only", sha], capture_output=True, text=True, check=True
     )
-    paths = sorted(p for p in names.stdout.split() if p.startswith("abp_run/") and p.endswith("/result.json"))
+    paths = sorted(  # abp_run/<task>/result.json; one run also holds a nested copy of another, left out
+        p for p in names.stdout.split() if p.startswith("abp_run/") and p.endswith("/result.json") and p.count("/") == 2
+    )
     lines = []
     for path in paths:
         blob = subprocess.run(
