@@ -125,5 +125,5 @@ def test_on_the_public_set_the_miner_beats_the_baselines():
     result = evaluate_set(_public_set(), LABELS)
     loop, side = result["kinds"]["loop"], result["kinds"]["side_effect"]
     assert loop["f1"] > result["baselines"]["loop: same action 3x in a row"]["f1"]
-    assert loop["f1"] >= 0.75  # measured 0.757: a floor, not the 0.85 target (not reached)
+    assert loop["f1"] >= 0.75  # measured 0.767: a floor, not the 0.85 target (not reached)
     assert side["recall"] >= 0.8 and side["precision"] >= 0.6
