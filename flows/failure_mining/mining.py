@@ -38,7 +38,6 @@ from flows.failure_mining.report import failures_chart_svg, summary_markdown
 from flows.failure_mining.rewards import DEFAULT_WEIGHTS, RewardWeights, step_rewards
 from lake import Lake, utcnow
 from lake.schemas import schema_for
-from lake.store import _atomic_write
 
 DETECTOR_VERSION = "mining-2"
 BATCH_STEPS = 2_000_000
@@ -403,9 +402,9 @@ def mine_frame(
 # ---- writing ----------------------------------------------------------------------------------------------
 
 
-def write_frame(lake: Lake, table: str, frame: pl.DataFrame, run_id: str, batch: str) -> Path | None:
-    """Write a frame as one lake file `<table>/<run>-<batch>.parquet` in the table's exact schema (a retry
-    replaces the file). Columns are checked against lake.schemas; a mismatch raises instead of guessing."""
+def write_frame(lake: Lake, table: str, frame: pl.DataFrame, run_id: str, batch: str) -> str | None:
+    """Commit a frame as the (run, batch) rows of `table` in the table's exact schema (a retry
+    replaces its rows). Columns are checked against lake.schemas; a mismatch raises instead of guessing."""
     if frame.is_empty():
         return None
     schema = schema_for(table)
@@ -417,9 +416,7 @@ def write_frame(lake: Lake, table: str, frame: pl.DataFrame, run_id: str, batch:
         arrow[f.name].cast(f.type) if f.name in frame.columns else pa.nulls(frame.height, f.type)
         for f in schema
     ]
-    path = lake.tables_dir / table / f"{_SAFE.sub('_', run_id)}-{_SAFE.sub('_', batch)}.parquet"
-    _atomic_write(pa.Table.from_arrays(columns, schema=schema), path)
-    return path
+    return lake.write_arrow(table, pa.Table.from_arrays(columns, schema=schema), run_id, batch)
 
 
 def _write_batch(lake: Lake, out: dict[str, pl.DataFrame], run_id: str, batch: str) -> None:
