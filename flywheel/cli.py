@@ -202,6 +202,7 @@ def main(argv: list[str] | None = None) -> int:
     ev = sub.add_parser("eval", help="measure the flywheel's own detectors").add_subparsers(dest="eval_cmd", required=True)
     evm = ev.add_parser("mining", help="precision and recall per failure kind, as JSON")
     evm.add_argument("--labels", type=Path, help="JSONL of {trajectory_id, kind, step}; default: the scripted-noisy policy's injected faults")
+    evm.add_argument("--real", type=Path, metavar="DATA_JSONL", help="a labelled set of other agents' runs (tests/data/mining_eval/LABELLING.md): per kind, per evidence level and against the same-action-3x baseline; --labels then names its labels (default: tests/data/mining_eval/labels.jsonl)")
 
     doc = sub.add_parser("doctor", help="check this machine: packages, browser, Docker, adb, LLM, Prefect, lake")
     doc.add_argument("--no-llm-call", action="store_true", help="do not send the one cheap test request to the model")
@@ -449,6 +450,11 @@ def _export_sft(args: argparse.Namespace, console, root: str) -> int:
 
 
 def _eval_mining(args: argparse.Namespace) -> int:
+    if args.real is not None:
+        from flows.failure_mining.real_eval import LABELS, evaluate_set
+
+        print(json.dumps(evaluate_set(args.real, args.labels or LABELS), indent=1, default=str))
+        return 0
     from flows.failure_mining.evaluation import evaluate
     from lake import Lake
 
