@@ -302,6 +302,9 @@ class WebDriver:
         self.page.on("requestfinished", self._on_request_done)
         self.page.on("requestfailed", self._on_request_failed)
         self.page.on("load", self._on_load)
+        # a person answers confirm()/alert()/prompt() by accepting (Playwright would dismiss them, and a
+        # confirmed delete would silently not happen)
+        self.page.on("dialog", lambda dialog: dialog.accept())
 
     def _main_navigation(self, req: Any) -> bool:
         try:
@@ -357,6 +360,8 @@ class WebDriver:
                 raise
 
     def inject(self, skill: Skill, args: dict[str, Any]) -> None:
+        if skill.kind == "ui_replay":
+            return self._replay_ui(skill, args)
         if skill.kind == "local_storage":
             entries = local_storage_entries(skill, args)
             self._ensure_started()  # storage belongs to the app's origin: be on its page first
@@ -369,6 +374,33 @@ class WebDriver:
         run_skill(self.app.state_path, skill, args)
         if not self._at_start:
             self.page.reload()
+
+    def _replay_ui(self, skill: Skill, args: dict[str, Any]) -> None:
+        """Set records up through the UI (recorded paths, for apps whose storage no skill can write),
+        then check with args.check (a verifier) that they took effect."""
+        from sandboxes.actions import parse_actions
+        from verifier_templates import get_template
+        from verifier_templates.base import Evidence
+
+        try:
+            actions = parse_actions(args.get("actions", []))
+        except Exception as exc:
+            raise InjectionError(f"skill {skill.name}: actions do not parse: {str(exc).splitlines()[0]}") from None
+        for i, action in enumerate(actions):
+            result = self.act(action)
+            if not result.ok:
+                raise InjectionError(f"skill {skill.name}: replayed step {i + 1} failed: {result.error}")
+        check = args.get("check")
+        if check:
+            try:
+                template = get_template(check["template"])
+                final = {p.name: self.probe(p) for p in template.probes(check["params"])}
+                verdict = template.judge(Evidence({}, final), check["params"])
+            except Exception as exc:
+                raise InjectionError(f"skill {skill.name}: its check could not run: {str(exc).splitlines()[0]}") from None
+            if not verdict.passed:
+                raise InjectionError(f"skill {skill.name}: the replayed UI path did not take effect: {verdict.reason}")
+        self.answer = None
 
     def close(self) -> None:
         if self.context is not None:
