@@ -86,6 +86,34 @@ def lake_figures(marks: list[int], compact_every: int) -> list[dict]:
     return rows
 
 
+def file_layout_figures(batches: int, compact_every: int = 50) -> dict:
+    """The join over the file layouts `batches` commits leave, written directly with pyarrow (quick where
+    commits are slow): one file per batch (no compaction, as the old lake had), what compaction every
+    `compact_every` commits leaves at its worst (one merged file + compact_every - 1 small ones), and one
+    file. Read as the catalog's views read them: read_parquet over the listed files."""
+    import duckdb
+    import pyarrow.parquet as pq
+
+    with tempfile.TemporaryDirectory() as tmp:
+        small = [steps_batch(i) for i in range(batches)]
+        for i, t in enumerate(small):
+            pq.write_table(t, f"{tmp}/b{i:05d}.parquet")
+        pq.write_table(pa.concat_tables(small[: batches - compact_every + 1]), f"{tmp}/merged.parquet")
+        pq.write_table(pa.concat_tables(small), f"{tmp}/all.parquet")
+        pq.write_table(trajectories(batches), f"{tmp}/traj.parquet")
+        layouts = {"one file per batch": [f"{tmp}/b{i:05d}.parquet" for i in range(batches)],
+                   f"auto-compacted every {compact_every} (worst case)":
+                       [f"{tmp}/merged.parquet"] + [f"{tmp}/b{i:05d}.parquet" for i in range(batches - compact_every + 1, batches)],
+                   "compacted": [f"{tmp}/all.parquet"]}
+        sql = JOIN.replace("steps s", "read_parquet($f, union_by_name = true) s").replace("trajectories t", "read_parquet($t) t")
+        out = {}
+        for name, files in layouts.items():
+            con = duckdb.connect()
+            out[name] = round(best_of(lambda files=files, con=con: con.execute(sql, {"f": files, "t": [f"{tmp}/traj.parquet"]}).fetchall()), 4)
+        print(json.dumps({"batches": batches, "files": {k: len(v) for k, v in layouts.items()}, "query_s": out}), flush=True)
+        return out
+
+
 def writer_rate(processes: int, commits_each: int) -> float:
     """Commits per second from N processes writing one lake at once (row counts checked)."""
     code = (f"import sys; sys.path.insert(0, {str(Path(__file__).resolve().parents[1])!r}); import bench.scale as s; from lake import Lake; lake = Lake(sys.argv[1]); "
@@ -187,6 +215,8 @@ def main(argv: list[str] | None = None) -> int:
     lk = sub.add_parser("lake")
     lk.add_argument("--commits", default="10,1000,5000")
     lk.add_argument("--writer-commits", type=int, default=100)
+    lk.add_argument("--layouts", type=lambda v: [int(x) for x in v.split(",")], default=[10, 1000, 5000],
+                    help="batch counts for the file-layout part (written directly, quick)")
     ice = sub.add_parser("iceberg")
     ice.add_argument("--commits", type=int, default=200)
     eng = sub.add_parser("engine")
@@ -195,6 +225,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.part == "lake":
         marks = [int(x) for x in args.commits.split(",")]
+        for n in args.layouts:
+            layout = file_layout_figures(n)
+            print(f"{n} batches: one file per batch {layout['one file per batch'] / layout['compacted']:.1f}x compacted, "
+                  f"auto-compacted worst case {layout['auto-compacted every 50 (worst case)'] / layout['compacted']:.2f}x")
         raw = lake_figures(marks, compact_every=0)
         auto = lake_figures(marks, compact_every=50)
         compacted = raw[-1]["query_s"]
