@@ -13,7 +13,9 @@ QUIET_PREFECT = {
     "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
     "DO_NOT_TRACK": "1",
     "PREFECT_SERVER_UI_ENABLED": "false",
-    "PREFECT_LOGGING_LEVEL": "WARNING",
+    # task runs log to the API at INFO (`prefect flow-run logs ID` shows each batch) while the terminal stays quiet
+    "PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL": "WARNING",
+    "PREFECT_LOGGING_HANDLERS_CONSOLE_FLOW_RUNS_LEVEL": "WARNING",
 }
 
 

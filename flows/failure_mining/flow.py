@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 import uuid
 
-from prefect import flow, task, unmapped
+from prefect import flow, get_run_logger, task, unmapped
 from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 
@@ -17,7 +17,10 @@ from lake import Lake
 
 @task(name="mine-shard", cache_policy=NO_CACHE, retries=1, task_run_name="steps-{index}")
 def mine_shard_task(lake_root: str, run_id: str, batch: mining.StepBatch, index: int) -> mining.MiningSummary:
-    return mining.mine_batch(Lake(lake_root), run_id, batch, index)
+    part = mining.mine_batch(Lake(lake_root), run_id, batch, index)
+    get_run_logger().info("steps shard %d: %d trajectories, %d steps, %d failures", index, part.trajectories, part.steps,
+                          part.failures)
+    return part
 
 
 @flow(name="mine-failures", task_runner=task_runner())

@@ -8,7 +8,7 @@ import uuid
 from collections import Counter
 from typing import Any
 
-from prefect import flow, task, unmapped
+from prefect import flow, get_run_logger, task, unmapped
 from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 
@@ -22,7 +22,9 @@ JUDGE_BATCH = int(os.environ.get("FLYWHEEL_JUDGE_BATCH", "50"))  # trajectories 
 @task(name="judge-batch", cache_policy=NO_CACHE, retries=2, retry_delay_seconds=2, retry_condition_fn=transient_failure,
       task_run_name="trajectories-{batch}")
 def judge_batch_task(lake_root: str, run_id: str, rows: list[dict[str, Any]], batch: str) -> dict[str, int]:
-    return dict(judge_batch(Lake(lake_root), run_id, rows, f"judge-{batch}"))
+    verdicts = judge_batch(Lake(lake_root), run_id, rows, f"judge-{batch}")
+    get_run_logger().info("trajectories %s: %s", batch, ", ".join(f"{k} {v}" for k, v in verdicts.most_common()))
+    return dict(verdicts)
 
 
 @flow(name="judge", task_runner=task_runner())

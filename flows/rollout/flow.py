@@ -8,7 +8,7 @@ import uuid
 from collections import Counter
 from typing import Any
 
-from prefect import flow, task, unmapped
+from prefect import flow, get_run_logger, task, unmapped
 from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 
@@ -28,8 +28,10 @@ EPISODE_BATCH = int(os.environ.get("FLYWHEEL_EPISODE_BATCH", "8"))  # episodes p
 def rollout_batch_task(manifest_dir: str, lake_root: str, run_id: str, policy: str, jobs: list[tuple[TaskSpec, int]],
                        batch: str, workers: int, noise: str | None, profile: str | None) -> dict[str, int]:
     bar = _bars.get(manifest_dir) if progress else None
-    return dict(rollout_batch(Lake(lake_root), run_id, policy, load_manifest(manifest_dir), jobs, batch, workers, noise,
-                              profile, on_result=(lambda *_: progress.advance(bar)) if bar is not None else None))
+    ended = rollout_batch(Lake(lake_root), run_id, policy, load_manifest(manifest_dir), jobs, batch, workers, noise,
+                          profile, on_result=(lambda *_: progress.advance(bar)) if bar is not None else None)
+    get_run_logger().info("episodes %s: %s", batch, ", ".join(f"{k} {v}" for k, v in ended.most_common()))
+    return dict(ended)
 
 
 @flow(name="rollout", task_runner=task_runner())

@@ -7,7 +7,7 @@ import os
 import uuid
 from typing import Any
 
-from prefect import flow, task, unmapped
+from prefect import flow, get_run_logger, task, unmapped
 from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 
@@ -28,7 +28,10 @@ GATE_BATCH = int(os.environ.get("FLYWHEEL_GATE_BATCH", "4"))  # candidates per g
 @task(name="plan-sandbox", cache_policy=NO_CACHE, retries=1, retry_condition_fn=transient_failure)
 def plan_sandbox_task(manifest_dir: str, lake_root: str, run_id: str, count: int, seed: int, agent: str,
                       workers: int) -> synthesis.SynthesisPlan:
-    return synthesis.plan_sandbox(load_manifest(manifest_dir), Lake(lake_root), run_id, count, seed, agent, workers)
+    plan = synthesis.plan_sandbox(load_manifest(manifest_dir), Lake(lake_root), run_id, count, seed, agent, workers)
+    get_run_logger().info("%s: %d candidates, %d new to gate%s", plan.summary.sandbox, plan.summary.candidates,
+                          len(plan.new), f"; error: {plan.summary.error}" if plan.summary.error else "")
+    return plan
 
 
 @task(name="gate-batch", cache_policy=NO_CACHE, retries=2, retry_delay_seconds=2, retry_condition_fn=transient_failure,
@@ -40,6 +43,8 @@ def gate_batch_task(manifest_dir: str, lake_root: str, run_id: str, agent: str, 
         load_manifest(manifest_dir), Lake(lake_root), run_id, agent, skills, specs, batch, workers,
         on_result=(lambda _s, _r: progress.advance(bar)) if bar is not None else None,
     )
+    get_run_logger().info("gate batch %s: %d candidates, %d verified", batch, len(results),
+                          sum(r.status == "verified" for _, r in results))
     return [{"family": spec.family, "status": r.status, "reason": r.reason} for spec, r in results]
 
 
