@@ -19,6 +19,34 @@ QUIET_PREFECT = {
 }
 
 
+def _number(kind: type, smallest: float, what: str):
+    """An argparse type: a `kind` of at least `smallest`, else one message naming the value and the bound."""
+
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number; give {what}") from None
+        if value < smallest or value != value:  # NaN compares false
+            raise argparse.ArgumentTypeError(f"{text} is too small; give {what}")
+        return value
+
+    parse.__name__ = what  # argparse names the type in its own messages
+    return parse
+
+
+positive_int = _number(int, 1, "a whole number of 1 or more")
+non_negative_int = _number(int, 0, "a whole number of 0 or more")
+positive_float = _number(float, 1e-9, "a number above 0")
+
+
+def port_number(text: str) -> int:
+    value = _number(int, 1, "a port from 1 to 65535")(text)
+    if value > 65535:
+        raise argparse.ArgumentTypeError(f"{text} is too large; give a port from 1 to 65535")
+    return value
+
+
 def _prefect_env() -> str:
     """Settings for Prefect before it is imported; says which server the run will use."""
     from flywheel.prefect_server import use_running_server
@@ -79,11 +107,11 @@ def main(argv: list[str] | None = None) -> int:
         "live sandbox. Verified and rejected pairs (with a reason code) land in the lake's `tasks` table.",
     )
     syn.add_argument("--sandbox", action="append", dest="sandboxes", metavar="NAME", help="a sandbox name or folder (repeatable; default: all shipped)")
-    syn.add_argument("--count", type=int, default=40, help="candidates per sandbox (default 40)")
-    syn.add_argument("--seed", type=int, default=0, help="seed for parameter draws (default 0)")
+    syn.add_argument("--count", type=positive_int, default=40, help="candidates per sandbox (default 40)")
+    syn.add_argument("--seed", type=non_negative_int, default=0, help="seed for parameter draws (default 0)")
     syn.add_argument("--agent", default="static", choices=["static", "llm"], help="coding agent (default: static, offline; "
                      "llm: any litellm model reads the source through tools, set FLYWHEEL_MODEL and FLYWHEEL_API_BASE)")
-    syn.add_argument("--workers", type=int, default=1, help="app replicas validating in parallel per sandbox, sharing one Chromium (default 1; more helps on machines with more than 2 cores)")
+    syn.add_argument("--workers", type=positive_int, default=1, help="app replicas validating in parallel per sandbox, sharing one Chromium (default 1; more helps on machines with more than 2 cores)")
 
     ro = run.add_parser(
         "rollout",
@@ -96,8 +124,8 @@ def main(argv: list[str] | None = None) -> int:
                     "llm: any litellm model (FLYWHEEL_MODEL, FLYWHEEL_API_BASE, FLYWHEEL_API_KEY)")
     ro.add_argument("--sandbox", action="append", dest="sandboxes", metavar="NAME")
     ro.add_argument("--tasks", nargs="+", metavar="TASK_ID", help="only these tasks")
-    ro.add_argument("--episodes", type=int, default=1, help="episodes per task (default 1)")
-    ro.add_argument("--workers", type=int, default=1)
+    ro.add_argument("--episodes", type=positive_int, default=1, help="episodes per task (default 1)")
+    ro.add_argument("--workers", type=positive_int, default=1)
     ro.add_argument("--noise", help="scripted-noisy fault rates, e.g. loop=0.2,bad_args=0.1,premature=0.1")
     ro.add_argument("--profile", choices=["phone"], help="run web sandboxes under a device profile (phone: 390x844, touch, "
                     "mobile user agent); the policy acts through tap, swipe, type and system buttons")
@@ -119,18 +147,18 @@ def main(argv: list[str] | None = None) -> int:
         "synthesize-tasks does. Prints coverage before and after; the transition graph lands in `transitions`.",
     )
     exp.add_argument("--sandbox", action="append", dest="sandboxes", metavar="NAME", help="a sandbox name or folder (repeatable; default: all shipped)")
-    exp.add_argument("--areas", type=int, default=8, help="thinnest areas to target per sandbox (default 8)")
-    exp.add_argument("--steps", type=int, default=200, help="explorer steps per sandbox (default 200)")
-    exp.add_argument("--minutes", type=float, default=2.0, help="exploring time per sandbox (default 2)")
-    exp.add_argument("--seed", type=int, default=0)
-    exp.add_argument("--workers", type=int, default=1, help="app replicas validating candidates in parallel")
+    exp.add_argument("--areas", type=positive_int, default=8, help="thinnest areas to target per sandbox (default 8)")
+    exp.add_argument("--steps", type=positive_int, default=200, help="explorer steps per sandbox (default 200)")
+    exp.add_argument("--minutes", type=positive_float, default=2.0, help="exploring time per sandbox (default 2)")
+    exp.add_argument("--seed", type=non_negative_int, default=0)
+    exp.add_argument("--workers", type=positive_int, default=1, help="app replicas validating candidates in parallel")
     exp.add_argument("--sensitive", choices=["skip", "confirm"], default="skip",
                      help="controls the manifest declares sensitive: skip them (default) or press them after a call_user confirmation")
     cyc = run.add_parser("cycle", help="synthesize -> rollout -> judge -> mine -> curriculum, with an iteration report")
     cyc.add_argument("--policy", default="scripted-noisy", choices=["replay", "scripted-noisy", "llm"])
     cyc.add_argument("--sandbox", action="append", dest="sandboxes", metavar="NAME")
-    cyc.add_argument("--count", type=int, default=40)
-    cyc.add_argument("--episodes", type=int, default=1)
+    cyc.add_argument("--count", type=positive_int, default=40)
+    cyc.add_argument("--episodes", type=positive_int, default=1)
     ex = run.add_parser(
         "export-sft",
         help="curated, quality-gated, versioned Parquet training data: exports/<name>/<version>/",
@@ -150,10 +178,10 @@ def main(argv: list[str] | None = None) -> int:
     ex.add_argument("--images", default="embed", choices=["embed", "ref"], help="embed image bytes (default) or reference lake blobs")
     ex.add_argument("--protocol", default="qwen-xml", choices=["qwen-xml", "openai"],
                     help="assistant actions as Qwen computer_use <tool_call> XML (default) or OpenAI tool_calls")
-    ex.add_argument("--max-per-sandbox", type=int, help="balance: at most N trajectories per sandbox")
-    ex.add_argument("--max-per-family", type=int, help="balance: at most N trajectories per task family")
-    ex.add_argument("--max-per-difficulty", type=int, help="balance: at most N trajectories per difficulty")
-    ex.add_argument("--shard-mb", type=int, default=256, help="shard size cap in MB (default 256)")
+    ex.add_argument("--max-per-sandbox", type=positive_int, help="balance: at most N trajectories per sandbox")
+    ex.add_argument("--max-per-family", type=positive_int, help="balance: at most N trajectories per task family")
+    ex.add_argument("--max-per-difficulty", type=positive_int, help="balance: at most N trajectories per difficulty")
+    ex.add_argument("--shard-mb", type=positive_int, default=256, help="shard size cap in MB (default 256)")
     ex.add_argument("--out", help="export root (default: $FLYWHEEL_EXPORTS, else exports/ beside the lake)")
 
     traj = sub.add_parser("trajectories", help="bring trajectories into the lake").add_subparsers(dest="traj_cmd", required=True)
@@ -181,26 +209,26 @@ def main(argv: list[str] | None = None) -> int:
     doc.add_argument("--no-llm-call", action="store_true", help="do not send the one cheap test request to the model")
 
     srv = sub.add_parser("serve", help="serve every deployment in prefect.yaml (starts a local Prefect server if none is set)")
-    srv.add_argument("--port", type=int, default=4299, help="port of the local Prefect server (default 4299)")
-    srv.add_argument("--limit", type=int, default=2, help="flow runs at once (default 2)")
+    srv.add_argument("--port", type=port_number, default=4299, help="port of the local Prefect server (default 4299)")
+    srv.add_argument("--limit", type=positive_int, default=2, help="flow runs at once (default 2)")
     srv.add_argument("--prefect-yaml", type=Path, default=Path(__file__).resolve().parents[1] / "prefect.yaml")
 
     server = sub.add_parser("server", help="a long-lived local Prefect server that every flywheel run reuses (no start-up wait)")
     server_cmd = server.add_subparsers(dest="server_cmd", required=True)
     server_start = server_cmd.add_parser("start", help="start it in the background on 127.0.0.1 (state, log and pidfile in $PREFECT_HOME, default ./.prefect)")
-    server_start.add_argument("--port", type=int, default=4299, help="port (default 4299)")
-    server_start.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for it to answer (default 300)")
+    server_start.add_argument("--port", type=port_number, default=4299, help="port (default 4299)")
+    server_start.add_argument("--timeout", type=positive_float, default=300.0, help="seconds to wait for it to answer (default 300)")
     server_cmd.add_parser("stop", help="stop it")
     server_cmd.add_parser("status", help="is it running, and where")
 
     rev = sub.add_parser("review", help="the human spot-review queue").add_subparsers(dest="review_cmd", required=True)
     rs = rev.add_parser("serve", help="a web app on 127.0.0.1 for reviewing sampled pairs and trajectories, opened with a printed token")
-    rs.add_argument("--port", type=int, default=8765)
+    rs.add_argument("--port", type=port_number, default=8765)
     rs.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1: only this machine)")
     rs.add_argument("--reviewer", default=os.environ.get("USER") or "reviewer", help="your name on every decision (default $USER)")
-    rs.add_argument("--sample", type=int, default=30, help="items drawn, stratified by sandbox and family (default 30), "
+    rs.add_argument("--sample", type=positive_int, default=30, help="items drawn, stratified by sandbox and family (default 30), "
                     "plus every low-agreement judge case")
-    rs.add_argument("--seed", type=int, default=0)
+    rs.add_argument("--seed", type=non_negative_int, default=0)
     rev.add_parser("stats", help="AutoJudge-vs-human agreement and the verifiers reviewers flagged")
 
     lake_p = sub.add_parser("lake", help="query and maintain the lake").add_subparsers(dest="lake_cmd", required=True)
@@ -215,7 +243,7 @@ def main(argv: list[str] | None = None) -> int:
     tasks = sub.add_parser("tasks", help="inspect and re-validate tasks").add_subparsers(dest="tasks_cmd", required=True)
     val = tasks.add_parser("validate", help="re-run the validation gate on one stored task; prints a JSON verdict")
     val.add_argument("task_id")
-    val.add_argument("--truncate", type=int, default=0, help="drop the last K reference actions and expect the verifier to pass anyway (a verified task then fails)")
+    val.add_argument("--truncate", type=non_negative_int, default=0, help="drop the last K reference actions and expect the verifier to pass anyway (a verified task then fails)")
 
     sb = sub.add_parser("sandbox", help="work with sandboxes").add_subparsers(dest="sandbox_cmd", required=True)
     sb.add_parser("list", help="list the shipped sandboxes")
@@ -563,24 +591,28 @@ def _lake_command(args: argparse.Namespace, lake, duckdb) -> int:
         print("\n".join(f"{t:20} {n:6d} small files merged" for t, n in removed.items()) or "nothing to compact")
         lake.refresh_catalog()
         return 0
-    if lake.remote and args.lake_cmd == "sql":
-        con = lake.connect()  # object storage: the views need this process's Arrow datasets
-    elif args.lake_cmd == "refresh" or not lake.catalog_path.exists():
+    if args.lake_cmd == "refresh" or (not lake.remote and not lake.catalog_path.exists()):
         lake.refresh_catalog()
         if args.lake_cmd == "refresh":
             print(f"catalog rebuilt: {lake.catalog_path}")
             return 0
-    if not lake.remote:
-        con = duckdb.connect(str(lake.catalog_path), read_only=True)
+    from lake.analyst import AnalystSQLRefused, run_analyst_sql
+
     try:
-        cur = con.execute(args.query)
-    except duckdb.Error as exc:
-        print(f"error: {str(exc).splitlines()[0]}\nviews: {', '.join(_views(con))}", file=sys.stderr)
+        cols, rows = run_analyst_sql(lake, args.query)
+    except AnalystSQLRefused as exc:
+        print(f"error: {exc}", file=sys.stderr)
         return 2
-    if cur.description is None:
+    except duckdb.Error as exc:
+        con = lake.connect() if lake.remote else duckdb.connect(str(lake.catalog_path), read_only=True)
+        try:
+            views = ", ".join(_views(con))
+        finally:
+            con.close()
+        print(f"error: {str(exc).splitlines()[0]}\nviews: {views}", file=sys.stderr)
+        return 2
+    if not cols:
         return 0
-    cols = [d[0] for d in cur.description]
-    rows = cur.fetchall()
     if args.format == "json":
         print(json.dumps([dict(zip(cols, r)) for r in rows], default=str, indent=1))
     elif args.format == "csv":
@@ -654,7 +686,9 @@ def _sandbox(args: argparse.Namespace) -> int:
                 driver.close()
             return 0
         with AppProcess(chosen[0]) as app:
-            print(f"{app.manifest.name} is up at {app.base_url}/  (state: {app.state_path}); Ctrl-C stops it")
+            st = app.manifest.state
+            where = app.state_path or (f"{st.kind}, read in the page" if st.in_page else f"{st.kind} under {app.workdir}")
+            print(f"{app.manifest.name} is up at {app.base_url}{app.manifest.start.home_path}  (state: {where}); Ctrl-C stops it")
             app.proc.wait()
     except SandboxError as exc:
         print(f"error: {exc}", file=sys.stderr)

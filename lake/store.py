@@ -31,12 +31,14 @@ import pyarrow.parquet as pq
 from deltalake import DeltaTable, write_deltalake
 from deltalake.exceptions import CommitFailedError, TableNotFoundError
 
-from lake.schemas import DUCKDB_TYPES, LATEST_BY_KEY, TABLES, schema_for
+from lake.conform import conform_table
+from lake.schemas import LATEST_BY_KEY, TABLES, duckdb_type, json_columns, schema_for
 
 _SAFE = re.compile(r"[^A-Za-z0-9_.=-]+")
 BATCH_KEY = "_batch_key"  # hidden column: the (run, batch) a row was written by
 COMPACT_EVERY = int(os.environ.get("FLYWHEEL_LAKE_COMPACT_EVERY", "50"))  # commits between automatic compactions
 _COMMIT_ATTEMPTS = 20
+CATALOG_STORAGE_VERSION = "v1.5.0"
 
 
 class LegacyLakeError(RuntimeError):
@@ -114,19 +116,14 @@ class Lake:
         return self._commit(table, pa.Table.from_pylist(good, schema=schema), _batch_key(run_id, batch))
 
     def write_arrow(self, table: str, arrow_table: pa.Table, run_id: str, batch: str | int) -> str | None:
-        """`write` for a whole Arrow table (or anything Arrow reads, e.g. a polars frame), cast at once; when the
-        cast fails, row by row through `write`, so the rows that do not fit go to `quarantine`."""
-        schema = schema_for(table)
-        data = pa.table(arrow_table)
-        try:
-            if set(data.column_names) - set(schema.names):
-                raise ValueError("unknown columns")
-            good = pa.Table.from_arrays(
-                [data[f.name].cast(f.type) if f.name in data.column_names else pa.nulls(data.num_rows, f.type)
-                 for f in schema], schema=schema)
-        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, ValueError, OverflowError):
-            return self.write(table, data.to_pylist(), run_id, batch)
-        return self._commit(table, good, _batch_key(run_id, batch)) if good.num_rows else None
+        """`write` for a whole Arrow table (or anything Arrow reads, e.g. a polars frame): validated and cast
+        to the schema column by column, not row by row; rows a cast refuses go to `quarantine`."""
+        good, bad = conform_table(pa.table(arrow_table), schema_for(table))
+        if bad:
+            self.quarantine(table, f"{run_id}/{batch}", bad, run_id, batch)
+        if not good.num_rows:
+            return None
+        return self._commit(table, good, _batch_key(run_id, batch))
 
     def quarantine(self, table: str, source: str, bad: list[tuple[Any, str]], run_id: str, batch: str | int) -> None:
         now = utcnow()
@@ -294,10 +291,14 @@ class Lake:
         fd, tmp = tempfile.mkstemp(dir=self.root, prefix=".catalog-", suffix=".duckdb")
         os.close(fd)
         os.unlink(tmp)  # duckdb wants to create the file itself
-        con = duckdb.connect(tmp)
+        # written in a storage format the DuckDB CLI that bootstrap installs (duckdb-cli 1.5) can open
+        con = duckdb.connect(tmp, config={"storage_compatibility_version": CATALOG_STORAGE_VERSION})
         try:
             for stmt in self._view_statements(persistent=True):
                 con.execute(stmt)
+            from lake.dictionary import apply_comments  # (imported here: `python -m lake.dictionary` runs it)
+
+            apply_comments(con)
             con.execute("CHECKPOINT")
         finally:
             con.close()
@@ -312,13 +313,15 @@ class Lake:
         for table, schema in TABLES.items():
             raw = f"{table}_history" if table in LATEST_BY_KEY else table
             files = self.files(table)
+            typed = ", ".join(f"TRY_CAST({c} AS JSON) AS {c}" for c in json_columns(table))
+            replace = f" REPLACE ({typed})" if typed else ""
             if files and not self.remote:
                 listed = ", ".join("'" + f.as_posix().replace("'", "''") + "'" for f in files)
-                body = f"SELECT * EXCLUDE ({BATCH_KEY}) FROM read_parquet([{listed}], union_by_name = true)"
+                body = f"SELECT * EXCLUDE ({BATCH_KEY}){replace} FROM read_parquet([{listed}], union_by_name = true)"
             elif files and not persistent:
-                body = f"SELECT * EXCLUDE ({BATCH_KEY}) FROM _delta_{table}"
+                body = f"SELECT * EXCLUDE ({BATCH_KEY}){replace} FROM _delta_{table}"
             else:
-                cols = ", ".join(f"CAST(NULL AS {DUCKDB_TYPES[f.type]}) AS {f.name}" for f in schema)
+                cols = ", ".join(f"CAST(NULL AS {duckdb_type(table, f.name)}) AS {f.name}" for f in schema)
                 body = f"SELECT {cols} WHERE false"
             stmts.append(f"CREATE OR REPLACE VIEW {raw} AS {body}")
             if table in LATEST_BY_KEY:

@@ -13,9 +13,11 @@ from flows.judging.flow import judge
 from flows.rollout.flow import rollout
 from flows.task_synthesis.flow import synthesize_tasks
 from lake import Lake
+from lake.runs import recorded_run
 
 
 @flow(name="cycle")
+@recorded_run("cycle")
 def cycle(
     policy: str = "scripted-noisy",
     sandboxes: list[str] | None = None,

@@ -13,6 +13,7 @@ from prefect.cache_policies import NO_CACHE
 from flows.engine import task_runner
 from flows.failure_mining import mining
 from lake import Lake
+from lake.runs import recorded_run
 
 
 @task(name="mine-shard", cache_policy=NO_CACHE, retries=1, task_run_name="steps-{index}")
@@ -24,6 +25,7 @@ def mine_shard_task(lake_root: str, run_id: str, batch: mining.StepBatch, index:
 
 
 @flow(name="mine-failures", task_runner=task_runner())
+@recorded_run("mine-failures")
 def mine_failures(policy: str | None = None, since: str | None = None, lake_root: str | None = None,
                   batch_steps: int = mining.BATCH_STEPS) -> dict:
     lake = Lake(lake_root)

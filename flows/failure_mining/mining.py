@@ -39,7 +39,7 @@ from flows.failure_mining.rewards import DEFAULT_WEIGHTS, RewardWeights, step_re
 from lake import Lake, utcnow
 from lake.schemas import schema_for
 
-DETECTOR_VERSION = "mining-1"
+DETECTOR_VERSION = "mining-2"
 BATCH_STEPS = 2_000_000
 _SAFE = re.compile(r"[^A-Za-z0-9_.=-]+")
 # Per trajectory in `mined.undecidable_json`: each check's undecidable cases, and the steps missing a screen.
@@ -115,10 +115,13 @@ def pending_trajectories(
     sql = f"""
         WITH v AS (SELECT trajectory_id, arg_max(verdict, recorded_at) AS verdict FROM verdicts GROUP BY 1),
              r AS (SELECT task_id, len(list_filter(json_extract_string(reference_json, '$[*].action'),
-                                                   lambda a: a <> 'terminate'))::INTEGER AS reference_len
+                                                   lambda a: a <> 'terminate'))::INTEGER AS reference_len,
+                          instruction AS task_instruction
                    FROM tasks),
              located AS ({located})
         SELECT t.trajectory_id, t.task_id, t.sandbox, t.policy, t.num_steps, v.verdict, r.reference_len,
+               -- older trajectory files have no instruction column: read it by name, else the task's
+               coalesce(json_extract_string(to_json(t), '$.instruction'), r.task_instruction) AS instruction,
                located.file, located.last_file, located.files
         FROM trajectories t LEFT JOIN v USING (trajectory_id) LEFT JOIN r USING (task_id)
              LEFT JOIN located USING (trajectory_id)
@@ -255,6 +258,8 @@ def failure_rows(
         reason="reason",
         severity="severity",
         evidence_json="evidence",
+        evidence_level="evidence_level",
+        confidence="confidence",
         detector_version=pl.lit(DETECTOR_VERSION),
         run_id=pl.lit(run_id),
         recorded_at=pl.lit(now),
@@ -267,7 +272,7 @@ def seed_rows(failures: pl.DataFrame, features: pl.DataFrame, run_id: str, now: 
     and step, so "first" is deterministic."""
     first = (
         failures.lazy()
-        .filter(pl.col("task_id").is_not_null())
+        .filter(pl.col("task_id").is_not_null() & (pl.col("kind") != "side_effect"))  # not a weakness by itself
         .group_by("task_id", "kind", "reason", maintain_order=True)
         .agg(
             pl.col("sandbox", "trajectory_id", "first_step", "last_step", "evidence_json").first(),

@@ -15,6 +15,7 @@ from prefect.cache_policies import NO_CACHE
 from flows.engine import task_runner, transient_failure
 from flows.judging.judge import judge_batch, pending_trajectories
 from lake import Lake
+from lake.runs import recorded_run
 
 JUDGE_BATCH = int(os.environ.get("FLYWHEEL_JUDGE_BATCH", "50"))  # trajectories per judge task
 
@@ -28,6 +29,7 @@ def judge_batch_task(lake_root: str, run_id: str, rows: list[dict[str, Any]], ba
 
 
 @flow(name="judge", task_runner=task_runner())
+@recorded_run("judge")
 def judge(lake_root: str | None = None) -> dict:
     lake = Lake(lake_root)
     run_id = f"judge-{uuid.uuid4().hex[:12]}"
@@ -39,4 +41,4 @@ def judge(lake_root: str | None = None) -> dict:
     lake.refresh_catalog()
     markdown = "# judge\n\n" + (", ".join(f"{k}: {v}" for k, v in counts.most_common()) or "nothing new to judge")
     create_markdown_artifact(markdown, key="judge-summary")
-    return {"verdicts": dict(counts), "markdown": markdown}
+    return {"run_id": run_id, "verdicts": dict(counts), "markdown": markdown}

@@ -16,6 +16,7 @@ from flows.engine import task_runner, transient_failure
 from flows.rollout.rollout import RolloutSummary, plan_rollout, rollout_batch
 from flows.task_synthesis.task_spec import TaskSpec
 from lake import Lake
+from lake.runs import recorded_run
 from sandboxes.manifest import load_manifest
 
 progress: Any = None  # set by the CLI for a live progress bar
@@ -35,6 +36,7 @@ def rollout_batch_task(manifest_dir: str, lake_root: str, run_id: str, policy: s
 
 
 @flow(name="rollout", task_runner=task_runner())
+@recorded_run("rollout")
 def rollout(
     policy: str = "replay",
     sandboxes: list[str] | None = None,

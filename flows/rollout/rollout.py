@@ -131,20 +131,27 @@ def _probe(driver: WebDriver, probes: list[Probe]) -> dict[str, Any]:
 def plan_rollout(lake: Lake, sandboxes: list[str] | None, task_ids: list[str] | None, episodes: int,
                  policy_name: str) -> tuple[dict[str, list[tuple[TaskSpec, int]]], list[str]]:
     """(sandbox folder -> its (task, episode) jobs, problems) for a rollout."""
+    problems: list[str] = []
+    if sandboxes:  # a name that is no sandbox is a typo to report, not "no verified tasks"
+        known, unknown = select(sandboxes)
+        problems.extend(str(p) for p in unknown)
+        sandboxes = [m.name for m in known]
+        if not sandboxes:
+            return {}, problems
     tasks = load_verified_tasks(lake, sandboxes, task_ids)
     if not tasks:
-        return {}, ["no verified tasks in the lake for this selection; run `flywheel run synthesize-tasks` first"]
+        return {}, problems + ["no verified tasks in the lake for this selection; run `flywheel run synthesize-tasks` first"]
     if policy_name == "llm":
         from flywheel import llm
 
         if not llm.configured():
-            return {}, ["the llm policy needs a model: set FLYWHEEL_MODEL (and FLYWHEEL_API_BASE for a local server)"]
+            return {}, problems + ["the llm policy needs a model: set FLYWHEEL_MODEL (and FLYWHEEL_API_BASE for a local server)"]
     by_sandbox: dict[str, list[TaskSpec]] = {}
     for t in tasks:
         by_sandbox.setdefault(t.sandbox, []).append(t)
-    manifests, problems = select(list(by_sandbox))
+    manifests, missing = select(list(by_sandbox))
     jobs = {str(m.folder): [(t, e) for t in by_sandbox[m.name] for e in range(episodes)] for m in manifests}
-    return jobs, [str(p) for p in problems]
+    return jobs, problems + [str(p) for p in missing]
 
 
 def rollout_batch(lake: Lake, run_id: str, policy_name: str, manifest: SandboxManifest, jobs: list[tuple[TaskSpec, int]],

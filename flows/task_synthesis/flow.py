@@ -15,6 +15,7 @@ from flows.engine import task_runner, transient_failure
 from flows.task_synthesis import synthesis
 from flows.task_synthesis.task_spec import TaskSpec
 from lake import Lake
+from lake.runs import recorded_run
 from sandboxes.manifest import load_manifest
 from sandboxes.registry import select
 from sandboxes.skills import Skill
@@ -49,6 +50,7 @@ def gate_batch_task(manifest_dir: str, lake_root: str, run_id: str, agent: str, 
 
 
 @flow(name="synthesize-tasks", log_prints=True, task_runner=task_runner())
+@recorded_run("synthesize-tasks")
 def synthesize_tasks(
     sandboxes: list[str] | None = None,
     count: int = 40,
@@ -61,9 +63,10 @@ def synthesize_tasks(
     run_id = f"synth-{uuid.uuid4().hex[:12]}"
     manifests, problems = select(sandboxes or None)
     plans = [plan_sandbox_task.submit(str(m.folder), str(lake.root), run_id, count, seed, agent, workers) for m in manifests]
-    gated = []
+    gated, summaries = [], []
     for m, planned in zip(manifests, plans):
-        plan = planned.result()
+        plan = _plan(m.name, planned)
+        summaries.append(plan.summary)
         batches = [plan.new[i:i + GATE_BATCH] for i in range(0, len(plan.new), GATE_BATCH)]
         if progress and batches:
             _bars[str(m.folder)] = progress.add_task(f"{m.name}: validating", total=len(plan.new))
@@ -71,9 +74,7 @@ def synthesize_tasks(
             unmapped(str(m.folder)), unmapped(str(lake.root)), unmapped(run_id), unmapped(agent), unmapped(plan.skills),
             batches, [str(i) for i in range(len(batches))], unmapped(workers),
         ) if batches else [])
-    summaries = []
-    for planned, futures in zip(plans, gated):
-        summary = planned.result().summary
+    for summary, futures in zip(summaries, gated):
         for future in futures:
             future.wait()
             if future.state.is_completed():
@@ -85,9 +86,16 @@ def synthesize_tasks(
                         summary.rejected[r["reason"]] += 1
             elif summary.error is None:
                 summary.error = f"a gate batch failed: {future.state.message}"
-        summaries.append(summary)
     lake.refresh_catalog()
     markdown = synthesis.render_summary(summaries, [str(p) for p in problems])
     create_markdown_artifact(markdown, key="synthesize-tasks-summary", description="verified / rejected per sandbox")
     return {"run_id": run_id, "lake": str(lake.root), "sandboxes": [s.to_json() for s in summaries],
             "problems": [str(p) for p in problems], "markdown": markdown}
+
+
+def _plan(sandbox: str, future: Any) -> synthesis.SynthesisPlan:
+    """The sandbox's plan; a sandbox whose plan task crashed gets its error in the summary, the others go on."""
+    try:
+        return future.result()
+    except Exception as exc:
+        return synthesis.SynthesisPlan(synthesis.SandboxSummary(sandbox, error=f"crashed: {type(exc).__name__}: {exc}"[:1000]))

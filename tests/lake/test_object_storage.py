@@ -50,8 +50,8 @@ def s3_env():
 def _run_row(run_id):
     from lake import utcnow
 
-    return {"run_id": run_id, "flow": "f", "parameters_json": "{}", "summary_json": "{}", "started_at": utcnow(),
-            "finished_at": utcnow()}
+    return {"invocation_id": run_id, "run_id": run_id, "flow": "f", "parameters_json": "{}", "counts_json": "{}",
+            "started_at": utcnow(), "finished_at": utcnow(), "recorded_at": utcnow()}
 
 
 @pytest.mark.slow
@@ -81,7 +81,7 @@ def test_two_processes_writing_one_s3_lake_at_once_lose_nothing(s3_env, monkeypa
         from lake import Lake, utcnow
         lake, who = Lake("s3://lake/shared"), sys.argv[1]
         for i in range(12):
-            row = {"run_id": f"{who}-{i}", "flow": "f", "parameters_json": "{}", "summary_json": "{}",
+            row = {"run_id": f"{who}-{i}", "flow": "f", "parameters_json": "{}", "counts_json": "{}", "invocation_id": f"{who}-{i}",
                    "started_at": utcnow(), "finished_at": utcnow()}
             lake.write("runs", [row], who, i)
     """)

@@ -8,7 +8,8 @@ from lake import utcnow
 
 
 def _run_row(run_id="r1", flow="synthesize-tasks"):
-    return {"run_id": run_id, "flow": flow, "parameters_json": "{}", "summary_json": "{}", "started_at": utcnow(), "finished_at": utcnow()}
+    return {"invocation_id": run_id, "run_id": run_id, "flow": flow, "status": "completed", "parameters_json": "{}",
+            "counts_json": "{}", "started_at": utcnow(), "finished_at": utcnow(), "recorded_at": utcnow()}
 
 
 def test_write_is_idempotent_per_run_and_batch(lake):
@@ -72,11 +73,11 @@ def test_two_processes_writing_one_lake_at_once_lose_nothing(lake):
         from lake import Lake, utcnow
         lake, who = Lake({str(lake.root)!r}), sys.argv[1]
         for i in range(40):
-            row = {{"run_id": f"{{who}}-{{i}}", "flow": "f", "parameters_json": "{{}}", "summary_json": "{{}}",
+            row = {{"run_id": f"{{who}}-{{i}}", "flow": "f", "parameters_json": "{{}}", "counts_json": "{{}}", "invocation_id": f"{{who}}-{{i}}",
                    "started_at": utcnow(), "finished_at": utcnow()}}
-            lake.write("runs", [row, dict(row, run_id=row["run_id"] + "-b")], who, i)
+            lake.write("runs", [row, dict(row, run_id=row["run_id"] + "-b", invocation_id=row["run_id"] + "-b")], who, i)
             if i % 10 == 0:
-                lake.write("runs", [row, dict(row, run_id=row["run_id"] + "-b")], who, i)  # a retry
+                lake.write("runs", [row, dict(row, run_id=row["run_id"] + "-b", invocation_id=row["run_id"] + "-b")], who, i)  # a retry
     """)
     procs = [subprocess.Popen([sys.executable, "-c", script, who]) for who in ("p1", "p2")]
     assert [p.wait(timeout=600) for p in procs] == [0, 0]
