@@ -94,6 +94,7 @@ def file_layout_figures(batches: int, compact_every: int = 50) -> dict:
     import duckdb
     import pyarrow.parquet as pq
 
+    compact_every = min(compact_every, batches)
     with tempfile.TemporaryDirectory() as tmp:
         small = [steps_batch(i) for i in range(batches)]
         for i, t in enumerate(small):
@@ -215,7 +216,7 @@ def main(argv: list[str] | None = None) -> int:
     lk = sub.add_parser("lake")
     lk.add_argument("--commits", default="10,1000,5000")
     lk.add_argument("--writer-commits", type=int, default=100)
-    lk.add_argument("--layouts", type=lambda v: [int(x) for x in v.split(",")], default=[10, 1000, 5000],
+    lk.add_argument("--layouts", type=lambda v: [int(x) for x in v.split(",")], default=[1000, 5000],
                     help="batch counts for the file-layout part (written directly, quick)")
     ice = sub.add_parser("iceberg")
     ice.add_argument("--commits", type=int, default=200)
