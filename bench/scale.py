@@ -47,7 +47,7 @@ def trajectories(n: int) -> pa.Table:
                      "policy": [("replay", "scripted-noisy")[i % 2] for i in range(n)]})
 
 
-def best_of(fn, repeats: int = 3) -> float:
+def best_of(fn, repeats: int = 5) -> float:
     best = float("inf")
     for _ in range(repeats):
         t0 = time.perf_counter()
@@ -86,7 +86,7 @@ def lake_figures(marks: list[int], compact_every: int) -> list[dict]:
     return rows
 
 
-def file_layout_figures(batches: int, compact_every: int = 50) -> dict:
+def file_layout_figures(batches: int, compact_every: int = 10) -> dict:
     """The join over the file layouts `batches` commits leave, written directly with pyarrow (quick where
     commits are slow): one file per batch (no compaction, as the old lake had), what compaction every
     `compact_every` commits leaves at its worst (one merged file + compact_every - 1 small ones), and one
@@ -109,7 +109,7 @@ def file_layout_figures(batches: int, compact_every: int = 50) -> dict:
         sql = JOIN.replace("steps s", "read_parquet($f, union_by_name = true) s").replace("trajectories t", "read_parquet($t) t")
         out = {}
         for name, files in layouts.items():
-            con = duckdb.connect()
+            con = duckdb.connect(config={"enable_progress_bar": False})
             out[name] = round(best_of(lambda files=files, con=con: con.execute(sql, {"f": files, "t": [f"{tmp}/traj.parquet"]}).fetchall()), 4)
         print(json.dumps({"batches": batches, "files": {k: len(v) for k, v in layouts.items()}, "query_s": out}), flush=True)
         return out
@@ -229,12 +229,12 @@ def main(argv: list[str] | None = None) -> int:
         for n in args.layouts:
             layout = file_layout_figures(n)
             print(f"{n} batches: one file per batch {layout['one file per batch'] / layout['compacted']:.1f}x compacted, "
-                  f"auto-compacted worst case {layout['auto-compacted every 50 (worst case)'] / layout['compacted']:.2f}x")
+                  f"auto-compacted worst case {layout['auto-compacted every 10 (worst case)'] / layout['compacted']:.2f}x")
         raw = lake_figures(marks, compact_every=0)
-        auto = lake_figures(marks, compact_every=50)
+        auto = lake_figures(marks, compact_every=10)
         compacted = raw[-1]["query_s"]
         print(f"\nquery after {marks[-1]} commits: {raw[-2]['query_s']} s without compaction "
-              f"({raw[-2]['query_s'] / compacted:.1f}x compacted), {auto[-2]['query_s']} s with compaction every 50 "
+              f"({raw[-2]['query_s'] / compacted:.1f}x compacted), {auto[-2]['query_s']} s with compaction every 10 "
               f"({auto[-2]['query_s'] / compacted:.2f}x compacted = {compacted} s)")
         one = writer_rate(1, args.writer_commits)
         two = writer_rate(2, args.writer_commits)
