@@ -109,7 +109,8 @@ def file_layout_figures(batches: int, compact_every: int = 10) -> dict:
         sql = JOIN.replace("steps s", "read_parquet($f, union_by_name = true) s").replace("trajectories t", "read_parquet($t) t")
         out = {}
         for name, files in layouts.items():
-            con = duckdb.connect(config={"enable_progress_bar": False})
+            con = duckdb.connect()
+            con.execute("SET enable_progress_bar = false")
             out[name] = round(best_of(lambda files=files, con=con: con.execute(sql, {"f": files, "t": [f"{tmp}/traj.parquet"]}).fetchall()), 4)
         print(json.dumps({"batches": batches, "files": {k: len(v) for k, v in layouts.items()}, "query_s": out}), flush=True)
         return out
