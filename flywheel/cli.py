@@ -13,7 +13,9 @@ QUIET_PREFECT = {
     "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
     "DO_NOT_TRACK": "1",
     "PREFECT_SERVER_UI_ENABLED": "false",
-    "PREFECT_LOGGING_LEVEL": "WARNING",
+    # task runs log to the API at INFO (`prefect flow-run logs ID` shows each batch) while the terminal stays quiet
+    "PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL": "WARNING",
+    "PREFECT_LOGGING_HANDLERS_CONSOLE_FLOW_RUNS_LEVEL": "WARNING",
 }
 
 
@@ -236,7 +238,7 @@ def main(argv: list[str] | None = None) -> int:
     sql.add_argument("--format", choices=["table", "csv", "json"], default="table")
     lake_p.add_parser("refresh", help="rebuild catalog.duckdb from each Delta table's current files")
     lake_p.add_parser("compact", help="merge each table's small files into few (also runs every "
-                      "$FLYWHEEL_LAKE_COMPACT_EVERY commits, default 50); older snapshots stay readable")
+                      "$FLYWHEEL_LAKE_COMPACT_EVERY commits, default 10); older snapshots stay readable")
     lake_p.add_parser("migrate", help="turn a lake of the old file-per-batch layout into Delta tables (once; no flow may write meanwhile)")
 
     tasks = sub.add_parser("tasks", help="inspect and re-validate tasks").add_subparsers(dest="tasks_cmd", required=True)

@@ -25,6 +25,15 @@ from lake.store import Lake, utcnow
 _CALLER: contextvars.ContextVar[str | None] = contextvars.ContextVar("flywheel_flow_invocation", default=None)
 
 
+class _Caller:
+    """The running flow's invocation id, reached through an importable name: a task runner that ships the flow
+    to other processes (Dask) pickles the wrapper below by value, and a ContextVar cannot be pickled."""
+
+    get = staticmethod(_CALLER.get)
+    set = staticmethod(_CALLER.set)
+    reset = staticmethod(_CALLER.reset)
+
+
 def result_counts(result: Any) -> dict[str, Any]:
     """The numbers in a flow's result: numbers, flat dicts of numbers, and the length of lists."""
     if not isinstance(result, dict):
@@ -51,20 +60,20 @@ def recorded_run(flow: str, lake_parameter: str = "lake_root") -> Callable[[Call
             params = dict(bound.arguments)
             lake = Lake(params.get(lake_parameter))
             row = {
-                "invocation_id": f"{flow}-{uuid.uuid4().hex[:12]}", "parent_invocation_id": _CALLER.get(),
+                "invocation_id": f"{flow}-{uuid.uuid4().hex[:12]}", "parent_invocation_id": _Caller.get(),
                 "run_id": None, "flow": flow, "status": "running",
                 "parameters_json": json.dumps(params, default=str, sort_keys=True), "counts_json": None,
                 "error": None, "started_at": utcnow(), "finished_at": None, "recorded_at": utcnow(),
             }
             lake.write("runs", [row], row["invocation_id"], "start")
-            token = _CALLER.set(row["invocation_id"])
+            token = _Caller.set(row["invocation_id"])
             try:
                 result = fn(*args, **kwargs)
             except BaseException as exc:
                 _finish(lake, row, "failed", error=f"{type(exc).__name__}: {exc}"[:2000])
                 raise
             finally:
-                _CALLER.reset(token)
+                _Caller.reset(token)
             run_id = result.get("run_id") if isinstance(result, dict) else None
             _finish(lake, row, "completed", counts=result_counts(result), run_id=run_id if isinstance(run_id, str) else None)
             return result
