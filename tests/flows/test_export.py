@@ -429,3 +429,25 @@ def test_cli_exports_and_prints_where_and_how_to_load(small_lake, tmp_path):
     assert "published cli-sft/v0001" in out and "cap_sandbox 4" in out and "email 4," in out and "(email: request 4)" in out, out
     assert f"{tmp_path / 'exports' / 'cli-sft' / 'v0001'}" in out and "load_dataset" in out
     assert small_lake.query("SELECT name, version FROM exports") == [{"name": "cli-sft", "version": "v0001"}]
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_the_analyst_questions_answer_on_a_lake_the_real_flows_made(cycle_lake):
+    """docs/analyst_questions.sql through the DuckDB CLI on the shop lake synthesize/rollout/judge/mine wrote."""
+    from tests.lake.test_analyst_questions import duckdb_cli, questions
+
+    cycle_lake.refresh_catalog()
+    answers = {}
+    for label, sql in questions().items():
+        done = subprocess.run([duckdb_cli(), "-readonly", str(cycle_lake.catalog_path), "-json", "-c", sql],
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, f"{label}: {done.stderr}"
+        answers[label] = json.loads(done.stdout or "[]")
+    judged = cycle_lake.query("SELECT count(*) AS n FROM verdicts WHERE verdict != 'env_error'")[0]["n"]
+    assert sum(r["episodes"] for r in answers["[1]"]) == judged > 0
+    assert {r["policy"] for r in answers["[1]"]} == {"replay", "scripted-noisy"}
+    assert answers["[2]"] and all(r["rank"] <= 3 for r in answers["[2]"])
+    mined = cycle_lake.query("SELECT count(*) AS n FROM failures")[0]["n"]
+    assert 0 < sum(r["findings"] for r in answers["[2]"]) <= mined
+    assert isinstance(answers["[3]"], list)  # no task is born from a failure until synthesis reads the seeds
