@@ -75,6 +75,7 @@ TABLES: dict[str, pa.Schema] = {
             ("num_steps", pa.int32()),
             ("ended", pa.string()),  # terminated | max_steps | env_error
             ("end_detail", pa.string()),
+            ("instruction", pa.string()),  # the request the episode worked on, as the policy was given it
             ("final_answer", pa.string()),
             ("evidence_json", pa.string()),  # the task verifier's probes after injection and at the end
             ("injected_faults_json", pa.string()),  # what a simulator policy did wrong on purpose
@@ -147,10 +148,12 @@ TABLES: dict[str, pa.Schema] = {
             ("policy", pa.string()),
             ("first_step", pa.int32()),
             ("last_step", pa.int32()),
-            ("kind", pa.string()),  # loop | bad_args | sensitive
+            ("kind", pa.string()),  # loop | bad_args | sensitive | side_effect | premature
             ("reason", pa.string()),  # reason code, e.g. exact_repeat, coords_out_of_range, unconfirmed_sensitive
             ("severity", pa.float64()),  # 0..1
             ("evidence_json", pa.string()),
+            ("evidence_level", pa.string()),  # what it rests on: actions | url | ui_tree | screenshot | errors | manifest
+            ("confidence", pa.float64()),  # 0..1
             ("detector_version", pa.string()),
             ("run_id", pa.string()),
             ("recorded_at", TS),
@@ -455,6 +458,7 @@ DESCRIPTIONS: dict[str, tuple[str, dict[str, str]]] = {
         "One row per episode of a policy on a task, whatever produced it (rollouts and imports).",
         {
             "task_version": "The task version the episode ran.",
+            "instruction": "The request the episode worked on, as the policy was given it (imports keep the source's own).",
             "episode": "Episode number for this (policy, task) in its run, from 0.",
             "num_steps": "Number of model turns.",
             "ended": "terminated (the policy stopped) | max_steps | env_error (the environment failed).",
@@ -507,6 +511,8 @@ DESCRIPTIONS: dict[str, tuple[str, dict[str, str]]] = {
             "first_step": "First step of the finding.",
             "last_step": "Last step of the finding.",
             "kind": "loop | bad_args | sensitive | premature.",
+            "evidence_level": "What the finding rests on: actions | url | ui_tree | screenshot | errors | manifest.",
+            "confidence": "How sure the detector is, 0..1 (e.g. grows with how often and how closely actions repeat).",
             "reason": "The reason code: exact_repeat, short_cycle, no_progress, format_error, coords_out_of_range, "
                       "click_hit_nothing, unconfirmed_sensitive, overcautious, …",
             "severity": "How bad, 0..1.",

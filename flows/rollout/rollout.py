@@ -132,6 +132,12 @@ def rollout(lake: Lake, run_id: str, policy_name: str, sandboxes: list[str] | No
             progress: Any = None, profile: str | None = None) -> RolloutSummary:
     """`profile` (e.g. "phone") runs web sandboxes under a device profile and the policy through touch."""
     summary = RolloutSummary()
+    if sandboxes:  # a name that is no sandbox is a typo to report, not "no verified tasks"
+        known, unknown = select(sandboxes)
+        summary.errors.extend(str(p) for p in unknown)
+        sandboxes = [m.name for m in known]
+        if not sandboxes:
+            return summary
     tasks = load_verified_tasks(lake, sandboxes, task_ids)
     if not tasks:
         summary.errors.append("no verified tasks in the lake for this selection; run `flywheel run synthesize-tasks` first")

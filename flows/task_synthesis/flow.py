@@ -47,12 +47,20 @@ def synthesize_tasks(
         synthesize_sandbox_task.submit(str(m.folder), str(lake.root), run_id, count, seed, agent, workers)
         for m in manifests
     ]
-    summaries = [synthesis.SandboxSummary(**_from_json(f.result())) for f in futures]
+    summaries = [_summary(m.name, f) for m, f in zip(manifests, futures)]
     lake.refresh_catalog()
     markdown = synthesis.render_summary(summaries, [str(p) for p in problems])
     create_markdown_artifact(markdown, key="synthesize-tasks-summary", description="verified / rejected per sandbox")
     return {"run_id": run_id, "lake": str(lake.root), "sandboxes": [s.to_json() for s in summaries],
             "problems": [str(p) for p in problems], "markdown": markdown}
+
+
+def _summary(sandbox: str, future: Any) -> synthesis.SandboxSummary:
+    """The sandbox's summary; a sandbox whose task crashed gets its error there, and the others still report."""
+    try:
+        return synthesis.SandboxSummary(**_from_json(future.result()))
+    except Exception as exc:
+        return synthesis.SandboxSummary(sandbox, error=f"crashed: {type(exc).__name__}: {exc}"[:1000])
 
 
 def _from_json(d: dict) -> dict:
