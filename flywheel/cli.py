@@ -183,6 +183,8 @@ def main(argv: list[str] | None = None) -> int:
     ex.add_argument("--max-per-difficulty", type=positive_int, help="balance: at most N trajectories per difficulty")
     ex.add_argument("--shard-mb", type=positive_int, default=256, help="shard size cap in MB (default 256)")
     ex.add_argument("--out", help="export root (default: $FLYWHEEL_EXPORTS, else exports/ beside the lake)")
+    ex.add_argument("--license", default="other",
+                    help="the dataset card's licence id, e.g. cc-by-4.0 (default: other, i.e. none chosen yet)")
 
     traj = sub.add_parser("trajectories", help="bring trajectories into the lake").add_subparsers(dest="traj_cmd", required=True)
     imp = traj.add_parser(
@@ -437,7 +439,7 @@ def _export_sft(args: argparse.Namespace, console, root: str) -> int:
 
     params = dict(name=args.name, format=args.format, per=args.per or "step", images=args.images, protocol=args.protocol,
                   since=args.since, negatives=args.negatives, max_per_sandbox=args.max_per_sandbox,
-                  max_per_family=args.max_per_family, max_per_difficulty=args.max_per_difficulty)
+                  max_per_family=args.max_per_family, max_per_difficulty=args.max_per_difficulty, license=args.license)
     try:  # bad options fail here, in one line, before Prefect starts
         ExportConfig(**params, shard_bytes=args.shard_mb * 1024 * 1024)
     except ValidationError as exc:

@@ -427,8 +427,8 @@ DESCRIPTIONS: dict[str, tuple[str, dict[str, str]]] = {
             "verifier_json": "The verifier: {template, params} or a code verifier written by the LLM agent (JSON).",
             "reference_json": "The reference solution: UI actions that complete the task (JSON list).",
             "provenance_json": "Who made the pair: agent, model, prompt hash, synthesiser version; for tasks born "
-                               "from failures also parent_task_id, failure_seed and failure_kind; supersedes for "
-                               "a new version (JSON object).",
+                               "from failures also the parent task (parent_task_id or parent_task), the seed "
+                               "(failure_seed or seed_id) and failure_kind; supersedes for a new version (JSON object).",
         },
     ),
     "skills": (
