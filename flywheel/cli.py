@@ -183,6 +183,8 @@ def main(argv: list[str] | None = None) -> int:
     ex.add_argument("--max-per-difficulty", type=positive_int, help="balance: at most N trajectories per difficulty")
     ex.add_argument("--shard-mb", type=positive_int, default=256, help="shard size cap in MB (default 256)")
     ex.add_argument("--out", help="export root (default: $FLYWHEEL_EXPORTS, else exports/ beside the lake)")
+    ex.add_argument("--license", default="other",
+                    help="the dataset card's licence id, e.g. cc-by-4.0 (default: other, i.e. none chosen yet)")
 
     traj = sub.add_parser("trajectories", help="bring trajectories into the lake").add_subparsers(dest="traj_cmd", required=True)
     imp = traj.add_parser(
@@ -204,6 +206,7 @@ def main(argv: list[str] | None = None) -> int:
     ev = sub.add_parser("eval", help="measure the flywheel's own detectors").add_subparsers(dest="eval_cmd", required=True)
     evm = ev.add_parser("mining", help="precision and recall per failure kind, as JSON")
     evm.add_argument("--labels", type=Path, help="JSONL of {trajectory_id, kind, step}; default: the scripted-noisy policy's injected faults")
+    evm.add_argument("--real", type=Path, metavar="DATA_JSONL", help="a labelled set of other agents' runs (tests/data/mining_eval/LABELLING.md): per kind, per evidence level and against the same-action-3x baseline; --labels then names its labels (default: tests/data/mining_eval/labels.jsonl)")
 
     doc = sub.add_parser("doctor", help="check this machine: packages, browser, Docker, adb, LLM, Prefect, lake")
     doc.add_argument("--no-llm-call", action="store_true", help="do not send the one cheap test request to the model")
@@ -253,6 +256,22 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.lake:
         os.environ["FLYWHEEL_LAKE"] = args.lake
+    if argv is not None:  # called from Python (tests, scripts): the caller owns the processes it starts
+        return _dispatch(args)
+    from flywheel import orphans
+
+    orphans.reap_orphans()  # what a SIGKILLed run left behind
+    tag = orphans.claim()
+    try:
+        return _dispatch(args)
+    except KeyboardInterrupt:
+        print("interrupted; ending the processes this run started", file=sys.stderr)
+        return 130
+    finally:
+        orphans.end_children(tag)
+
+
+def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "run":
         problems = _cheap_checks(args)
         for p in problems:
@@ -420,7 +439,7 @@ def _export_sft(args: argparse.Namespace, console, root: str) -> int:
 
     params = dict(name=args.name, format=args.format, per=args.per or "step", images=args.images, protocol=args.protocol,
                   since=args.since, negatives=args.negatives, max_per_sandbox=args.max_per_sandbox,
-                  max_per_family=args.max_per_family, max_per_difficulty=args.max_per_difficulty)
+                  max_per_family=args.max_per_family, max_per_difficulty=args.max_per_difficulty, license=args.license)
     try:  # bad options fail here, in one line, before Prefect starts
         ExportConfig(**params, shard_bytes=args.shard_mb * 1024 * 1024)
     except ValidationError as exc:
@@ -435,6 +454,11 @@ def _export_sft(args: argparse.Namespace, console, root: str) -> int:
 
 
 def _eval_mining(args: argparse.Namespace) -> int:
+    if args.real is not None:
+        from flows.failure_mining.real_eval import LABELS, evaluate_set
+
+        print(json.dumps(evaluate_set(args.real, args.labels or LABELS), indent=1, default=str))
+        return 0
     from flows.failure_mining.evaluation import evaluate
     from lake import Lake
 

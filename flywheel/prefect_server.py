@@ -84,6 +84,7 @@ def start(port: int = DEFAULT_PORT, home: Path | None = None, timeout_s: float =
         "PREFECT_API_DATABASE_CONNECTION_URL": f"sqlite+aiosqlite:///{home / 'serve.db'}",
     }
     env.pop("PREFECT_API_URL", None)
+    env.pop("FLYWHEEL_RUN_OWNER", None)  # it outlives the command that starts it: not one of its children to end
     log = home / "server.log"
     with open(log, "ab") as out:
         proc = subprocess.Popen(

@@ -6,11 +6,11 @@ writer held) and validates pandas frames with GX, in chunks so memory stays boun
           and the shard rows add up to the manifest's row count;
   rows    ids, keys and verdicts present and in their value sets, ids unique (within a chunk of
           CHUNK_ROWS rows: a global check would hold every id); for messages, as many images as image
-          parts; for action-rl, every reward signal present and in its range;
+          parts and as LLaMA-Factory `<image>` placeholders in `conversations`; for action-rl, every reward signal present and in its range;
   text    every text the rows carry (message parts, tool-call arguments; for action-rl the request, URL,
           action, error): roles and part types in their sets, and no PII pattern left (one expectation
           per kind, so a report says which kind slipped through);
-  images  a deterministic sample of images decodes (PIL), embedded or referenced.
+  images  every image decodes (PIL), embedded or referenced (each distinct one once).
 The result is JSON-able: success, and per expectation its suite, type, column, success, unexpected count
 and examples (PII examples masked). GX is imported here only, when a gate runs (it costs ~3 s).
 """
@@ -29,7 +29,6 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 CHUNK_ROWS = 20_000
-IMAGE_SAMPLE = 32
 REWARD_RANGES = {"ct": (0.0, 1.0), "qt": (0.0, 1.0), "st": (-1.0, 0.0), "lt": (-1.0, 0.0)}
 KEYS = ("id", "trajectory_id", "task_id", "sandbox", "verdict")
 TEXT_FIELDS = {"action-rl": ("instruction", "url", "action", "actions_json", "error")}
@@ -47,7 +46,7 @@ def gate_export(folder: Path, manifest: dict[str, Any], pii_patterns: dict[str, 
     for rows, text in _chunks(folder, manifest, fmt):
         validator.run("rows", rows, _rows_suite(gx, fmt, verdicts))
         validator.run("text", text, _text_suite(gx, fmt, pii_patterns))
-    validator.run("images", _image_sample(folder, manifest, fmt), _images_suite(gx))
+    validator.run("images", _every_image(folder, manifest, fmt), _images_suite(gx))
     return validator.report(pii_patterns)
 
 
@@ -164,10 +163,11 @@ def _chunks(folder: Path, manifest: dict[str, Any], fmt: str) -> Iterator[tuple[
     for shard in _shards(folder, manifest):
         names = [n for n in shard.schema_arrow.names if n not in ("images", "screenshot")]
         for batch in shard.iter_batches(batch_size=CHUNK_ROWS, columns=names):
-            rows = batch.select([c for c in batch.schema.names if c != "messages"]).to_pandas()
+            rows = batch.select([c for c in batch.schema.names if c not in ("messages", "conversations")]).to_pandas()
             if fmt == "messages":
                 text, n_parts = _message_text(batch.column("messages"))
                 rows["image_parts"] = n_parts
+                rows["image_placeholders"] = _placeholders(batch.column("conversations"))
                 rows["images"] = pc.list_value_length(batch.column("image_shas")).fill_null(0).to_numpy()
             else:
                 text = pd.concat(
@@ -208,18 +208,35 @@ def _message_text(messages: pa.ListArray):
     return pd.concat(frames, ignore_index=True), per_row
 
 
-def _image_sample(folder: Path, manifest: dict[str, Any], fmt: str):
-    """Up to IMAGE_SAMPLE images from row groups spread evenly over the shards, decoded with PIL."""
+def _placeholders(conversations: pa.ListArray):
+    """`<image>` placeholders per row of the LLaMA-Factory turns (it requires as many as the row has images)."""
+    import numpy as np
+
+    values = pc.list_flatten(conversations).field("value")
+    counts = pc.count_substring(values, "<image>").fill_null(0).to_numpy(zero_copy_only=False)
+    return np.bincount(pc.list_parent_indices(conversations).to_numpy(), weights=counts,
+                       minlength=len(conversations)).astype(int)
+
+
+def _every_image(folder: Path, manifest: dict[str, Any], fmt: str):
+    """Every distinct image the shards carry, decoded with PIL, a row group at a time: a published image
+    that is not one (a host file an import referenced, a truncated PNG) fails the gate wherever it sits."""
+    import hashlib
+
     import pandas as pd
 
     column = "images" if fmt == "messages" else "screenshot"
-    groups = [(shard, g) for shard in _shards(folder, manifest) for g in range(shard.num_row_groups)]
-    picked = groups[:: max(1, len(groups) // 8)][:8]
-    out = []
-    for shard, g in picked:
-        values = shard.read_row_group(g, columns=[column]).column(column)
-        images = [img for img in (pc.list_flatten(values) if fmt == "messages" else values).to_pylist() if img]
-        out += [_decode(img) for img in images[: IMAGE_SAMPLE // 8]]
+    out, seen = [], set()
+    for shard in _shards(folder, manifest):
+        for g in range(shard.num_row_groups):
+            values = shard.read_row_group(g, columns=[column]).column(column)
+            for img in (pc.list_flatten(values) if fmt == "messages" else values).to_pylist():
+                if not img:
+                    continue
+                key = hashlib.sha256(img["bytes"]).digest() if img.get("bytes") is not None else img.get("path")
+                if key not in seen:
+                    seen.add(key)
+                    out.append(_decode(img))
     return pd.DataFrame(out, columns=["path", "decodable", "width", "height"])
 
 
@@ -263,6 +280,8 @@ def _rows_suite(gx, fmt: str, verdicts: list[str]):
     if fmt == "messages":
         exp.append(e.ExpectColumnPairValuesToBeEqual(column_A="images", column_B="image_parts",
                                                      description="one image per image part"))
+        exp.append(e.ExpectColumnPairValuesToBeEqual(column_A="images", column_B="image_placeholders",
+                                                     description="one <image> placeholder per image (LLaMA-Factory)"))
     else:
         exp += [e.ExpectColumnValuesToNotBeNull(column=c, description=f"{c} is never null")
                 for c in ("step_index", "action", "reward", "ok", "done")]
@@ -290,6 +309,6 @@ def _text_suite(gx, fmt: str, pii_patterns: dict[str, str]):
 def _images_suite(gx):
     e = gx.expectations
     return gx.ExpectationSuite(name="export-images", expectations=[
-        e.ExpectColumnValuesToBeInSet(column="decodable", value_set=[True], description="sampled images decode"),
-        e.ExpectColumnValuesToBeBetween(column="width", min_value=1, description="sampled images have pixels"),
+        e.ExpectColumnValuesToBeInSet(column="decodable", value_set=[True], description="every image decodes"),
+        e.ExpectColumnValuesToBeBetween(column="width", min_value=1, description="every image has pixels"),
     ])

@@ -7,7 +7,9 @@
 The decorator is plain Python (flows stay the only importers of prefect): it binds the flow's parameters,
 writes them with the start time, and at the end writes the status, the error of a failed run, the run id
 the flow's rows carry (a result's `run_id`) and the numbers its result reports (`counts_json`). A flow
-called by another flow (a cycle's stages) names its caller in `parent_invocation_id`.
+called by another flow (a cycle's stages) names its caller in `parent_invocation_id`. The catalog's views
+list each table's files when they are built, so the outermost run refreshes the catalog once more after its
+final row: an analyst's `runs` then says how the run ended, not `running`.
 """
 
 from __future__ import annotations
@@ -90,3 +92,5 @@ def _finish(lake: Lake, row: dict[str, Any], status: str, error: str | None = No
                    "counts_json": json.dumps(counts, sort_keys=True) if counts is not None else None,
                    "finished_at": now, "recorded_at": now}
     lake.write("runs", [final], row["invocation_id"], "end")
+    if row["parent_invocation_id"] is None:
+        lake.refresh_catalog()

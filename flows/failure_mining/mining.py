@@ -272,7 +272,9 @@ def seed_rows(failures: pl.DataFrame, features: pl.DataFrame, run_id: str, now: 
     and step, so "first" is deterministic."""
     first = (
         failures.lazy()
-        .filter(pl.col("task_id").is_not_null() & (pl.col("kind") != "side_effect"))  # not a weakness by itself
+        .filter(
+            pl.col("task_id").is_not_null() & (pl.col("kind") != "side_effect")
+        )  # not a weakness by itself
         .group_by("task_id", "kind", "reason", maintain_order=True)
         .agg(
             pl.col("sandbox", "trajectory_id", "first_step", "last_step", "evidence_json").first(),

@@ -3,7 +3,8 @@
 Selection (one SQL query over trajectories, the latest verdict, the task version, human reviews), in
 this order of reasons: `before_since`, `not_judged`, `env_error` (verdict or ended), `review_rejected`
 (the latest decision on the trajectory or its task is `reject`; a `relabel` replaces the verdict),
-`task_retired`, `no_task`, `failed` (unless negatives are asked for), `not_mined` (action-rl needs
+`task_retired`, `no_task`, `no_sandbox` (an imported trajectory that names no app: every exported row says
+which sandbox it is from), `failed` (unless negatives are asked for), `not_mined` (action-rl needs
 step_rewards), `no_steps`. Then de-duplication over each trajectory's steps: `duplicate_exact` (same
 actions and same screens, step for step) and `duplicate_near` (same task; same actions once coordinates
 are bucketed to a 25-unit grid, text case and spacing normalised, waits dropped, and immediate repeats on
@@ -37,7 +38,7 @@ BATCH_STEPS = 100_000
 DUCKDB_MEMORY = "1GB"
 NEAR_GRID = 25
 DROP_REASONS = (
-    "before_since", "not_judged", "env_error", "review_rejected", "task_retired", "no_task", "failed",
+    "before_since", "not_judged", "env_error", "review_rejected", "task_retired", "no_task", "no_sandbox", "failed",
     "not_mined", "no_steps", "duplicate_exact", "duplicate_near", "cap_sandbox", "cap_family", "cap_difficulty",
 )
 
@@ -80,6 +81,7 @@ SELECT *, CASE
     WHEN trajectory_review = 'reject' OR task_review = 'reject' THEN 'review_rejected'
     WHEN task_status = 'retired' THEN 'task_retired'
     WHEN instruction IS NULL THEN 'no_task'
+    WHEN sandbox IS NULL THEN 'no_sandbox'
     WHEN verdict <> 'pass' AND NOT $negatives THEN 'failed'
     WHEN $needs_rewards AND NOT mined THEN 'not_mined'
 END AS drop_reason

@@ -132,12 +132,14 @@ def register_missing(lake: Lake, name_dir: Path, name: str) -> list[str]:
     published = versions(name_dir)
     if not published:
         return []
-    known = {r["version"] for r in lake.query("SELECT version FROM exports WHERE name = ?", [name])} if lake.files("exports") else set()
+    # a version number is unique per (name, export root): the row's path says which root it is in
+    known = ({r["path"] for r in lake.query("SELECT path FROM exports WHERE name = ? AND path IS NOT NULL", [name])}
+             if lake.files("exports") else set())
     added = []
     for v in published:
-        if v in known:
-            continue
         folder = name_dir / v
+        if str(folder) in known:
+            continue
         data = (folder / "manifest.json").read_bytes()
         gate = folder / "gate.json"
         success = json.loads(gate.read_text()).get("success", False) if gate.exists() else False

@@ -191,6 +191,12 @@ def _remove_stale_work_dirs() -> None:
         shutil.rmtree(entry, ignore_errors=True)
 
 
+def _hostname() -> str:
+    import socket
+
+    return socket.gethostname()
+
+
 def _libc() -> ctypes.CDLL:
     return ctypes.CDLL(None, use_errno=True)
 
@@ -240,7 +246,7 @@ class SubprocessRunner:
                 inner_work = Path("/work")
             preexec = _preexec(self, job, run_dir.root, prefix, uid)
             env = {"HOME": str(inner_work), "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8",
-                   "PYTHONDONTWRITEBYTECODE": "1"}
+                   "PYTHONDONTWRITEBYTECODE": "1"} | _owner_env()
             with open(logs / "stdout", "wb") as out, open(logs / "stderr", "wb") as err:
                 proc = subprocess.Popen(
                     [str(python), "-I", "-S", str(inner_work / "harness.py"), str(inner_work)], cwd=work,
@@ -303,6 +309,24 @@ class SubprocessRunner:
                     continue
             if not self.as_root or not _uid_has_processes(uid):
                 return
+
+
+def _owner_env() -> dict[str, str]:
+    """The CLI run's owner tag (not a secret), so a run that is SIGKILLed mid-call leaves no code running."""
+    from flywheel.orphans import OWNER_ENV
+
+    return {OWNER_ENV: os.environ[OWNER_ENV]} if OWNER_ENV in os.environ else {}
+
+
+def _remove_dead_owners_containers(client) -> None:
+    """Runner containers of this host's flywheel processes that died before removing them."""
+    for c in client.containers.list(all=True, filters={"label": "flywheel.runner"}):
+        host, _, pid = c.labels.get("flywheel.owner", "").rpartition(":")
+        if host == _hostname() and pid.isdigit() and not Path(f"/proc/{pid}").exists():
+            try:
+                c.remove(force=True)
+            except Exception:  # another process is removing it too
+                pass
 
 
 # exit codes of the child when setting up its isolation failed (before the code ran)
@@ -446,6 +470,7 @@ class ContainerRunner:
         self.image = ensure_base_image(self.client)
         self.memory_mb, self.pids, self.cpus, self.work_mb = memory_mb, pids, cpus, work_mb
         _remove_stale_work_dirs()
+        _remove_dead_owners_containers(self.client)
 
     def run(self, job: Job) -> RunResult:
         from sandboxes.docker_images import container_python, host_python_mounts
@@ -466,6 +491,7 @@ class ContainerRunner:
                 memswap_limit=f"{self.memory_mb}m", pids_limit=self.pids, nano_cpus=int(self.cpus * 1e9),
                 read_only=True, tmpfs={"/tmp": "size=16m"}, volumes=volumes, working_dir="/sandbox",
                 environment={"HOME": "/sandbox", "LANG": "C.UTF-8"},
+                labels={"flywheel.runner": self.name, "flywheel.owner": f"{_hostname()}:{os.getpid()}"},
             )
             reason, detail = None, ""
             try:
