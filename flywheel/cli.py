@@ -13,7 +13,9 @@ QUIET_PREFECT = {
     "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
     "DO_NOT_TRACK": "1",
     "PREFECT_SERVER_UI_ENABLED": "false",
-    "PREFECT_LOGGING_LEVEL": "WARNING",
+    # task runs log to the API at INFO (`prefect flow-run logs ID` shows each batch) while the terminal stays quiet
+    "PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL": "WARNING",
+    "PREFECT_LOGGING_HANDLERS_CONSOLE_FLOW_RUNS_LEVEL": "WARNING",
 }
 
 
@@ -181,6 +183,8 @@ def main(argv: list[str] | None = None) -> int:
     ex.add_argument("--max-per-difficulty", type=positive_int, help="balance: at most N trajectories per difficulty")
     ex.add_argument("--shard-mb", type=positive_int, default=256, help="shard size cap in MB (default 256)")
     ex.add_argument("--out", help="export root (default: $FLYWHEEL_EXPORTS, else exports/ beside the lake)")
+    ex.add_argument("--license", default="other",
+                    help="the dataset card's licence id, e.g. cc-by-4.0 (default: other, i.e. none chosen yet)")
 
     traj = sub.add_parser("trajectories", help="bring trajectories into the lake").add_subparsers(dest="traj_cmd", required=True)
     imp = traj.add_parser(
@@ -202,6 +206,7 @@ def main(argv: list[str] | None = None) -> int:
     ev = sub.add_parser("eval", help="measure the flywheel's own detectors").add_subparsers(dest="eval_cmd", required=True)
     evm = ev.add_parser("mining", help="precision and recall per failure kind, as JSON")
     evm.add_argument("--labels", type=Path, help="JSONL of {trajectory_id, kind, step}; default: the scripted-noisy policy's injected faults")
+    evm.add_argument("--real", type=Path, metavar="DATA_JSONL", help="a labelled set of other agents' runs (tests/data/mining_eval/LABELLING.md): per kind, per evidence level and against the same-action-3x baseline; --labels then names its labels (default: tests/data/mining_eval/labels.jsonl)")
 
     doc = sub.add_parser("doctor", help="check this machine: packages, browser, Docker, adb, LLM, Prefect, lake")
     doc.add_argument("--no-llm-call", action="store_true", help="do not send the one cheap test request to the model")
@@ -235,7 +240,7 @@ def main(argv: list[str] | None = None) -> int:
     sql.add_argument("--format", choices=["table", "csv", "json"], default="table")
     lake_p.add_parser("refresh", help="rebuild catalog.duckdb from each Delta table's current files")
     lake_p.add_parser("compact", help="merge each table's small files into few (also runs every "
-                      "$FLYWHEEL_LAKE_COMPACT_EVERY commits, default 50); older snapshots stay readable")
+                      "$FLYWHEEL_LAKE_COMPACT_EVERY commits, default 10); older snapshots stay readable")
     lake_p.add_parser("migrate", help="turn a lake of the old file-per-batch layout into Delta tables (once; no flow may write meanwhile)")
 
     tasks = sub.add_parser("tasks", help="inspect and re-validate tasks").add_subparsers(dest="tasks_cmd", required=True)
@@ -434,7 +439,7 @@ def _export_sft(args: argparse.Namespace, console, root: str) -> int:
 
     params = dict(name=args.name, format=args.format, per=args.per or "step", images=args.images, protocol=args.protocol,
                   since=args.since, negatives=args.negatives, max_per_sandbox=args.max_per_sandbox,
-                  max_per_family=args.max_per_family, max_per_difficulty=args.max_per_difficulty)
+                  max_per_family=args.max_per_family, max_per_difficulty=args.max_per_difficulty, license=args.license)
     try:  # bad options fail here, in one line, before Prefect starts
         ExportConfig(**params, shard_bytes=args.shard_mb * 1024 * 1024)
     except ValidationError as exc:
@@ -449,6 +454,11 @@ def _export_sft(args: argparse.Namespace, console, root: str) -> int:
 
 
 def _eval_mining(args: argparse.Namespace) -> int:
+    if args.real is not None:
+        from flows.failure_mining.real_eval import LABELS, evaluate_set
+
+        print(json.dumps(evaluate_set(args.real, args.labels or LABELS), indent=1, default=str))
+        return 0
     from flows.failure_mining.evaluation import evaluate
     from lake import Lake
 

@@ -6,7 +6,7 @@ writer held) and validates pandas frames with GX, in chunks so memory stays boun
           and the shard rows add up to the manifest's row count;
   rows    ids, keys and verdicts present and in their value sets, ids unique (within a chunk of
           CHUNK_ROWS rows: a global check would hold every id); for messages, as many images as image
-          parts; for action-rl, every reward signal present and in its range;
+          parts and as LLaMA-Factory `<image>` placeholders in `conversations`; for action-rl, every reward signal present and in its range;
   text    every text the rows carry (message parts, tool-call arguments; for action-rl the request, URL,
           action, error): roles and part types in their sets, and no PII pattern left (one expectation
           per kind, so a report says which kind slipped through);
@@ -163,10 +163,11 @@ def _chunks(folder: Path, manifest: dict[str, Any], fmt: str) -> Iterator[tuple[
     for shard in _shards(folder, manifest):
         names = [n for n in shard.schema_arrow.names if n not in ("images", "screenshot")]
         for batch in shard.iter_batches(batch_size=CHUNK_ROWS, columns=names):
-            rows = batch.select([c for c in batch.schema.names if c != "messages"]).to_pandas()
+            rows = batch.select([c for c in batch.schema.names if c not in ("messages", "conversations")]).to_pandas()
             if fmt == "messages":
                 text, n_parts = _message_text(batch.column("messages"))
                 rows["image_parts"] = n_parts
+                rows["image_placeholders"] = _placeholders(batch.column("conversations"))
                 rows["images"] = pc.list_value_length(batch.column("image_shas")).fill_null(0).to_numpy()
             else:
                 text = pd.concat(
@@ -205,6 +206,16 @@ def _message_text(messages: pa.ListArray):
     is_image = pc.equal(part_type, "image").fill_null(False).to_numpy(zero_copy_only=False)
     per_row = np.bincount(msg_row[part_msg[is_image]], minlength=len(messages))
     return pd.concat(frames, ignore_index=True), per_row
+
+
+def _placeholders(conversations: pa.ListArray):
+    """`<image>` placeholders per row of the LLaMA-Factory turns (it requires as many as the row has images)."""
+    import numpy as np
+
+    values = pc.list_flatten(conversations).field("value")
+    counts = pc.count_substring(values, "<image>").fill_null(0).to_numpy(zero_copy_only=False)
+    return np.bincount(pc.list_parent_indices(conversations).to_numpy(), weights=counts,
+                       minlength=len(conversations)).astype(int)
 
 
 def _every_image(folder: Path, manifest: dict[str, Any], fmt: str):
@@ -269,6 +280,8 @@ def _rows_suite(gx, fmt: str, verdicts: list[str]):
     if fmt == "messages":
         exp.append(e.ExpectColumnPairValuesToBeEqual(column_A="images", column_B="image_parts",
                                                      description="one image per image part"))
+        exp.append(e.ExpectColumnPairValuesToBeEqual(column_A="images", column_B="image_placeholders",
+                                                     description="one <image> placeholder per image (LLaMA-Factory)"))
     else:
         exp += [e.ExpectColumnValuesToNotBeNull(column=c, description=f"{c} is never null")
                 for c in ("step_index", "action", "reward", "ok", "done")]

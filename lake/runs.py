@@ -7,7 +7,9 @@
 The decorator is plain Python (flows stay the only importers of prefect): it binds the flow's parameters,
 writes them with the start time, and at the end writes the status, the error of a failed run, the run id
 the flow's rows carry (a result's `run_id`) and the numbers its result reports (`counts_json`). A flow
-called by another flow (a cycle's stages) names its caller in `parent_invocation_id`.
+called by another flow (a cycle's stages) names its caller in `parent_invocation_id`. The catalog's views
+list each table's files when they are built, so the outermost run refreshes the catalog once more after its
+final row: an analyst's `runs` then says how the run ended, not `running`.
 """
 
 from __future__ import annotations
@@ -23,6 +25,15 @@ from typing import Any
 from lake.store import Lake, utcnow
 
 _CALLER: contextvars.ContextVar[str | None] = contextvars.ContextVar("flywheel_flow_invocation", default=None)
+
+
+class _Caller:
+    """The running flow's invocation id, reached through an importable name: a task runner that ships the flow
+    to other processes (Dask) pickles the wrapper below by value, and a ContextVar cannot be pickled."""
+
+    get = staticmethod(_CALLER.get)
+    set = staticmethod(_CALLER.set)
+    reset = staticmethod(_CALLER.reset)
 
 
 def result_counts(result: Any) -> dict[str, Any]:
@@ -51,20 +62,20 @@ def recorded_run(flow: str, lake_parameter: str = "lake_root") -> Callable[[Call
             params = dict(bound.arguments)
             lake = Lake(params.get(lake_parameter))
             row = {
-                "invocation_id": f"{flow}-{uuid.uuid4().hex[:12]}", "parent_invocation_id": _CALLER.get(),
+                "invocation_id": f"{flow}-{uuid.uuid4().hex[:12]}", "parent_invocation_id": _Caller.get(),
                 "run_id": None, "flow": flow, "status": "running",
                 "parameters_json": json.dumps(params, default=str, sort_keys=True), "counts_json": None,
                 "error": None, "started_at": utcnow(), "finished_at": None, "recorded_at": utcnow(),
             }
             lake.write("runs", [row], row["invocation_id"], "start")
-            token = _CALLER.set(row["invocation_id"])
+            token = _Caller.set(row["invocation_id"])
             try:
                 result = fn(*args, **kwargs)
             except BaseException as exc:
                 _finish(lake, row, "failed", error=f"{type(exc).__name__}: {exc}"[:2000])
                 raise
             finally:
-                _CALLER.reset(token)
+                _Caller.reset(token)
             run_id = result.get("run_id") if isinstance(result, dict) else None
             _finish(lake, row, "completed", counts=result_counts(result), run_id=run_id if isinstance(run_id, str) else None)
             return result
@@ -81,3 +92,5 @@ def _finish(lake: Lake, row: dict[str, Any], status: str, error: str | None = No
                    "counts_json": json.dumps(counts, sort_keys=True) if counts is not None else None,
                    "finished_at": now, "recorded_at": now}
     lake.write("runs", [final], row["invocation_id"], "end")
+    if row["parent_invocation_id"] is None:
+        lake.refresh_catalog()

@@ -152,7 +152,7 @@ TABLES: dict[str, pa.Schema] = {
             ("reason", pa.string()),  # reason code, e.g. exact_repeat, coords_out_of_range, unconfirmed_sensitive
             ("severity", pa.float64()),  # 0..1
             ("evidence_json", pa.string()),
-            ("evidence_level", pa.string()),  # what it rests on: actions | url | ui_tree | screenshot | errors | manifest
+            ("evidence_level", pa.string()),  # what it rests on: actions | reasoning | url | ui_tree | screenshot | errors | manifest
             ("confidence", pa.float64()),  # 0..1
             ("detector_version", pa.string()),
             ("run_id", pa.string()),
@@ -427,8 +427,8 @@ DESCRIPTIONS: dict[str, tuple[str, dict[str, str]]] = {
             "verifier_json": "The verifier: {template, params} or a code verifier written by the LLM agent (JSON).",
             "reference_json": "The reference solution: UI actions that complete the task (JSON list).",
             "provenance_json": "Who made the pair: agent, model, prompt hash, synthesiser version; for tasks born "
-                               "from failures also parent_task_id, failure_seed and failure_kind; supersedes for "
-                               "a new version (JSON object).",
+                               "from failures also the parent task (parent_task_id or parent_task), the seed "
+                               "(failure_seed or seed_id) and failure_kind; supersedes for a new version (JSON object).",
         },
     ),
     "skills": (
@@ -511,7 +511,7 @@ DESCRIPTIONS: dict[str, tuple[str, dict[str, str]]] = {
             "first_step": "First step of the finding.",
             "last_step": "Last step of the finding.",
             "kind": "loop | bad_args | sensitive | premature.",
-            "evidence_level": "What the finding rests on: actions | url | ui_tree | screenshot | errors | manifest.",
+            "evidence_level": "What the finding rests on: actions | reasoning (the model said its action did not work) | url | ui_tree | screenshot | errors | manifest.",
             "confidence": "How sure the detector is, 0..1 (e.g. grows with how often and how closely actions repeat).",
             "reason": "The reason code: exact_repeat, short_cycle, no_progress, format_error, coords_out_of_range, "
                       "click_hit_nothing, unconfirmed_sensitive, overcautious, …",

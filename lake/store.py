@@ -36,7 +36,11 @@ from lake.schemas import LATEST_BY_KEY, TABLES, duckdb_type, json_columns, schem
 
 _SAFE = re.compile(r"[^A-Za-z0-9_.=-]+")
 BATCH_KEY = "_batch_key"  # hidden column: the (run, batch) a row was written by
-COMPACT_EVERY = int(os.environ.get("FLYWHEEL_LAKE_COMPACT_EVERY", "50"))  # commits between automatic compactions
+# Commits between automatic compactions: a query over 10 small files + the merged ones costs about what it
+# costs compacted (bench/scale.py lake; 50 small files cost ~6x). Files reaching the target size are left alone,
+# so a compaction rewrites at most one target's worth of rows, however big the table grows.
+COMPACT_EVERY = int(os.environ.get("FLYWHEEL_LAKE_COMPACT_EVERY", "10"))
+COMPACT_TARGET_BYTES = int(os.environ.get("FLYWHEEL_LAKE_COMPACT_MB", "16")) * 1024 * 1024
 _COMMIT_ATTEMPTS = 20
 CATALOG_STORAGE_VERSION = "v1.5.0"
 
@@ -264,7 +268,7 @@ class Lake:
         if current is None:
             return 0
         try:
-            metrics = current.optimize.compact()
+            metrics = current.optimize.compact(target_size=COMPACT_TARGET_BYTES)
             current.create_checkpoint()
         except CommitFailedError:  # a concurrent writer replaced a batch we were merging: the next trigger retries
             return 0

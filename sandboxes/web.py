@@ -499,6 +499,9 @@ class WebDriver:
             sensitive = self.manifest.sensitive_kind(name) if name else None
             return ActionResult(ok=True, point=(action.x, action.y), sensitive=sensitive)
         if isinstance(action, Drag) and (action.target or action.to):
+            for end_target in (action.target, action.to):
+                if end_target:
+                    self._ready(self.locate(end_target), end_target)
             start = self._grip(self.locate(action.target)) if action.target else self._px(action.x, action.y)
             end = self._centre(self.locate(action.to), scroll=False) if action.to else self._px(action.x2, action.y2)
             page.mouse.move(*start)

@@ -22,7 +22,7 @@ def _flywheel(*args: str, env: dict[str, str], timeout: float = 600) -> subproce
 
 
 def _env(tmp_path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
+    env = {k: v for k, v in os.environ.items() if k not in ("PREFECT_API_URL", "PREFECT_LOGGING_LEVEL")}
     return env | {"PREFECT_HOME": str(tmp_path / "prefect"), "FLYWHEEL_LAKE": str(tmp_path / "lake"),
                   "PYTHONPATH": str(REPO)}
 
@@ -50,6 +50,24 @@ def test_a_pidfile_whose_process_is_not_a_prefect_server_is_not_ours(tmp_path):
     assert prefect_server.read_state(tmp_path) is None
 
 
+def _post(port: int, path: str) -> list[dict]:
+    request = urllib.request.Request(f"http://127.0.0.1:{port}/api/{path}", data=b"{}", method="POST",
+                                     headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=30) as resp:
+        return json.load(resp)
+
+
+def _land_one_trajectory(root) -> None:
+    from lake import Lake, utcnow
+
+    lake = Lake(root)
+    lake.write("trajectories", [{"trajectory_id": "t1", "task_id": "task-1", "sandbox": "shop", "policy": "replay",
+                                 "num_steps": 3, "ended": "terminated", "run_id": "r", "recorded_at": utcnow()}], "r", 0)
+    lake.write("steps", [{"trajectory_id": "t1", "step_index": i, "run_id": "r",
+                          "actions_json": '[{"action": "terminate", "status": "success"}]' if i == 2 else
+                          '[{"action": "left_click", "x": 5, "y": 5}]'} for i in range(3)], "r", 0)
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -74,6 +92,14 @@ def test_runs_reuse_the_started_server_and_stop_ends_it(tmp_path):
         with urllib.request.urlopen(request, timeout=30) as resp:
             runs = json.load(resp)
         assert [(r["name"] and r["state_type"]) for r in runs] == ["COMPLETED"], runs  # the run is on our server
+
+        _land_one_trajectory(tmp_path / "lake")
+        mined = _flywheel("run", "mine-failures", env=env)
+        assert mined.returncode == 0, mined.stdout + mined.stderr
+        task_runs = _post(port, "task_runs/filter")
+        assert [t["name"] for t in task_runs] == ["steps-0"] and task_runs[0]["state_type"] == "COMPLETED"
+        logs = [entry["message"] for entry in _post(port, "logs/filter")]
+        assert any(m.startswith("steps shard 0: 1 trajectories, 3 steps") for m in logs), logs  # task logs reach the API
     finally:
         stopped = _flywheel("server", "stop", env=env)
     assert "stopped the server" in stopped.stdout

@@ -21,11 +21,15 @@ Conventions the detectors rely on:
   model's own output said it was clicking, e.g. `Let me click "Add to cart"`), for side-effect recognition;
 - `sens` is the step's sensitive kind (see side_effects: the manifest's, else recognised from the target's
   name, else from the URL it led to; null when the action failed) and `sens_from` what said so;
+- `said_failed`: the step's own raw output says the previous action did not work ("still showing", "didn't
+  open", "try again"; English only): the model's report of an effect it saw, evidence level `reasoning`;
 - `evidence` is the strongest evidence the step's effect is known from: errors (the action failed),
   screenshot, ui_tree, url (the next step's URL differs), else actions.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import polars as pl
 
@@ -49,12 +53,30 @@ STEP_COLUMNS = (
     "raw_output",
 )
 # Trajectory-level columns a caller may join onto the steps (see detectors.detect_premature).
-OPTIONAL_COLUMNS = {"verdict": pl.String, "reference_len": pl.Int32, "instruction": pl.String}
+OPTIONAL_COLUMNS = {
+    "verdict": pl.String,
+    "reference_len": pl.Int32,
+    "instruction": pl.String,
+    "sandbox": pl.String,
+}
 _TYPES = {"step_index": pl.Int32, "ok": pl.Boolean}
 _FIRST_ACTION = r'^\[\s*\{\s*"action"\s*:\s*"([A-Za-z_]+)"'
 ORIGIN = r"^([A-Za-z][A-Za-z0-9+.-]*://[^/?#]+)"
 HOST = r"^[A-Za-z][A-Za-z0-9+.-]*://([^/?#]+)"
 _TARGET_NAME = r'"target"\s*:\s*\{[^}]*?"(?:name|label|text)"\s*:\s*"((?:[^"\\]|\\.){1,120})"'
+# ... or the purpose it gave for the click: `click the cart icon to add this iPad to the bag`.
+_SAID_PURPOSE = (
+    r"(?i)\b(?:click|tap|press)\w*\b[^.\n]{0,80}?\bto (add\b[^.\n]{0,50}?\bto (?:the |my |your |a )?"
+    r"(?:cart|bag|basket|trolley|wish ?list|favou?rites|order)\b)"
+)
+# The model saying its previous action did not work (English only): "still showing", "didn't", "try again".
+_SAID_NO_EFFECT = (
+    r"(?i)\b(?:still (?:showing|there|visible|the same|not|on the|shows|persists?)|didn'?t (?:work|open|navigate|"
+    r"change|register|apply|respond|seem)|did not (?:work|open|navigate|change|register|apply)|doesn'?t seem to|"
+    r"does not seem to|isn'?t (?:working|responding|opening)|not (?:working|responding|navigating)|hasn'?t "
+    r"(?:changed|been|opened|updated)|no (?:change|effect)|(?:try|trying) (?:again|clicking)|more precisely|"
+    r"keeps? (?:intercepting|hitting|expanding)|persists?|persistent|accidentally)"
+)
 # In a model's own words, the control it is about to click: `click on the "Save" button`, `tap 'Send'`.
 _SAID_TARGET = (
     r"""(?i)(?:click|tap|press|select|hit)(?:ing|s)?\s+(?:on\s+)?(?:the\s+)?["'“‘]([^"'”’\n]{1,60})["'”’]"""
@@ -153,29 +175,9 @@ def step_features(steps: pl.LazyFrame | pl.DataFrame) -> pl.DataFrame:
             & pl.col("tree_changed").is_null()
             & pl.col("shot_changed").is_null()
             & ~pl.col("url_changed").fill_null(False),
-            target_name=pl.coalesce(
-                pl.col("act").str.extract(_TARGET_NAME, 1),
-                pl.when(pl.col("targetless")).then(
-                    pl.col("raw_output")
-                    .str.extract_all(_SAID_TARGET)
-                    .list.last()
-                    .str.extract(_SAID_TARGET, 1)
-                ),
-            ),
+            target_name=pl.col("act").str.extract(_TARGET_NAME, 1),
         )
         .with_columns(
-            sens=pl.when(~pl.col("failed")).then(
-                pl.coalesce(
-                    "sensitive",
-                    control_kind(pl.col("target_name")),
-                    effect_kind(pl.when(pl.col("same_next")).then(pl.col("url").shift(-1))),
-                )
-            ),
-            sens_from=pl.when(pl.col("sensitive").is_not_null())
-            .then(pl.lit("manifest"))
-            .when(pl.col("target_name").is_not_null() & control_kind(pl.col("target_name")).is_not_null())
-            .then(pl.lit("actions"))
-            .otherwise(pl.lit("url")),
             evidence=pl.when(pl.col("failed"))
             .then(pl.lit("errors"))
             .when(pl.col("shot_changed").is_not_null())
@@ -187,8 +189,59 @@ def step_features(steps: pl.LazyFrame | pl.DataFrame) -> pl.DataFrame:
             .otherwise(pl.lit("actions")),
         )
     )
-    out = lf.drop("ui_tree_sha", "screenshot_sha", "actions_json", "raw_output").collect()
-    return out.with_columns(first_origin=_first_origin(out))
+    out = _with_model_words(lf.drop("ui_tree_sha", "screenshot_sha", "actions_json").collect())
+    return _with_sensitive(out.drop("raw_output").with_columns(first_origin=_first_origin(out)))
+
+
+def _with_model_words(features: pl.DataFrame) -> pl.DataFrame:
+    """`said_failed`, and `target_name` for coordinate clicks from the model's words. Only the rows that can
+    use them are searched - coordinate clicks and the steps right after one - since raw outputs are the
+    longest text of a step."""
+    click = pl.col("targetless") & pl.col("action_name").is_in(CLICKS) & pl.col("raw_output").is_not_null()
+    after_click = (pl.col("same_prev") & click.shift(1)).fill_null(False)
+    wanted = features.select(click=click.fill_null(False), after=after_click)
+    rows = (wanted["click"] | wanted["after"]).arg_true()
+    picked = features.select("raw_output").gather(rows).with_columns(click=wanted["click"].gather(rows))
+    said = picked.select(
+        failed=pl.col("raw_output").str.contains(_SAID_NO_EFFECT),
+        named=pl.when(pl.col("click")).then(
+            pl.coalesce(
+                pl.col("raw_output").str.extract_all(_SAID_TARGET).list.last().str.extract(_SAID_TARGET, 1),
+                pl.col("raw_output").str.extract(_SAID_PURPOSE, 1),
+            )
+        ),
+    )
+    n = features.height
+    failed = pl.repeat(False, n, eager=True).scatter(rows, said["failed"])
+    named = pl.repeat(None, n, dtype=pl.String, eager=True).scatter(rows, said["named"])
+    return features.with_columns(
+        said_failed=failed.fill_null(False), target_name=pl.coalesce(pl.col("target_name"), named)
+    )
+
+
+def _per_value(values: pl.Series, kind: Callable[[pl.Expr], pl.Expr]) -> pl.Series:
+    """`kind` of each value, computed once per distinct value (names and URLs repeat across millions of
+    steps; the regular expressions behind `kind` are the costly part)."""
+    distinct = values.drop_nulls().unique()
+    if distinct.is_empty():
+        return pl.Series(values.name, [None] * values.len(), dtype=pl.String)
+    table = pl.DataFrame({"v": distinct}).with_columns(k=kind(pl.col("v")))
+    return values.replace_strict(table["v"], table["k"], default=None, return_dtype=pl.String)
+
+
+def _with_sensitive(features: pl.DataFrame) -> pl.DataFrame:
+    """`sens` and `sens_from` (see the module docstring)."""
+    named = _per_value(features["target_name"], control_kind)
+    next_url = features.select(pl.when(pl.col("same_next")).then(pl.col("url").shift(-1)))
+    observed = _per_value(next_url.to_series(), effect_kind)
+    return features.with_columns(
+        sens=pl.when(~pl.col("failed")).then(pl.coalesce(pl.col("sensitive"), named, observed)),
+        sens_from=pl.when(pl.col("sensitive").is_not_null())
+        .then(pl.lit("manifest"))
+        .when(named.is_not_null())
+        .then(pl.lit("actions"))
+        .otherwise(pl.lit("url")),
+    )
 
 
 def _first_origin(features: pl.DataFrame) -> pl.Series:

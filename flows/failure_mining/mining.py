@@ -272,7 +272,9 @@ def seed_rows(failures: pl.DataFrame, features: pl.DataFrame, run_id: str, now: 
     and step, so "first" is deterministic."""
     first = (
         failures.lazy()
-        .filter(pl.col("task_id").is_not_null() & (pl.col("kind") != "side_effect"))  # not a weakness by itself
+        .filter(
+            pl.col("task_id").is_not_null() & (pl.col("kind") != "side_effect")
+        )  # not a weakness by itself
         .group_by("task_id", "kind", "reason", maintain_order=True)
         .agg(
             pl.col("sandbox", "trajectory_id", "first_step", "last_step", "evidence_json").first(),
@@ -471,6 +473,33 @@ def mine(
     if summary.trajectories and write_report:
         _write_report(lake, summary)
     return summary
+
+
+def mine_batch(lake: Lake, run_id: str, batch: StepBatch, index: int, weights: RewardWeights = DEFAULT_WEIGHTS) -> MiningSummary:
+    """Mine one shard of steps and land it as its own (run, batch) rows; its part of the run's summary
+    (`merge_summary`). For engines that spread shards over workers."""
+    out = mine_frame(read_steps(batch.files), batch.trajectories, run_id, weights)
+    here = out["mined"]["trajectory_id"]
+    _write_batch(lake, out, run_id, _batch_name(index, here))
+    part = MiningSummary(run_id=run_id, trajectories=here.len(), steps=out["step_rewards"].height,
+                         seeds=out["failure_seeds"].height, batches=1)
+    part.add(out["failures"], _undecided_totals(out["undecidable"]))
+    return part
+
+
+def merge_summary(into: MiningSummary, part: MiningSummary) -> None:
+    for name in ("trajectories", "steps", "failures", "failed_trajectories", "seeds", "batches"):
+        setattr(into, name, getattr(into, name) + getattr(part, name))
+    for name in ("by_kind", "by_reason", "by_sandbox", "by_policy", "undecidable"):
+        setattr(into, name, dict(Counter(getattr(into, name)) + Counter(getattr(part, name))))
+
+
+def finish_run(lake: Lake, pending: pl.DataFrame, summary: MiningSummary, started: float, write_report: bool = True) -> None:
+    """After the shards: mark trajectories without steps, time the run, write its report."""
+    _mark_stepless(lake, pending, summary.run_id, summary)
+    summary.seconds = time.perf_counter() - started
+    if summary.trajectories and write_report:
+        _write_report(lake, summary)
 
 
 def _undecided_totals(undecidable: pl.DataFrame) -> dict[str, int]:

@@ -34,6 +34,8 @@ CONTROL_WORDS: dict[str, tuple[str, ...]] = {
         "add to basket",
         "add to trolley",
         "add to wishlist",
+        "add to order",
+        "add to favorites",
         "in den warenkorb",
         "ajouter au panier",
         "añadir al carrito",
@@ -74,7 +76,6 @@ CONTROL_WORDS: dict[str, tuple[str, ...]] = {
         "buy now",
         "place order",
         "place your order",
-        "order now",
         "complete order",
         "complete purchase",
         "bezahlen",
@@ -187,15 +188,15 @@ EFFECT_URLS: tuple[tuple[str, str], ...] = (
 _CJK = r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]"
 
 
-def _pattern(words: tuple[str, ...]) -> str:
-    """Whole-word, case-insensitive alternation; words in a CJK script match anywhere."""
+def _pattern(words: tuple[str, ...], opening: bool = False) -> str:
+    """Whole-word, case-insensitive alternation (only at the start, with `opening`); words in a CJK
+    script match anywhere."""
     latin = [w for w in words if not any("\u3040" <= c <= "\ud7af" for c in w)]
     cjk = [w for w in words if w not in latin]
     parts = []
     if latin:
-        parts.append(
-            r"(?:^|[^\p{L}\p{N}])(?:" + "|".join(_escape(w) for w in latin) + r")(?:$|[^\p{L}\p{N}])"
-        )
+        start = r"^[^\p{L}\p{N}]*" if opening else r"(?:^|[^\p{L}\p{N}])"
+        parts.append(start + "(?:" + "|".join(_escape(w) for w in latin) + r")(?:$|[^\p{L}\p{N}])")
     if cjk:
         parts.append("(?:" + "|".join(cjk) + ")")
     return "(?i)" + "|".join(parts)
@@ -205,12 +206,21 @@ def _escape(word: str) -> str:
     return "".join("\\" + c if c in r".^$*+?()[]{}|\'" else c for c in word).replace(" ", r"\s+")
 
 
+# "add <something> to the cart / bag / favourites": the words need not be adjacent
+_ADD_TO = r"(?i)\badd\b[^.\n]{0,50}?\bto (?:the |my |your |a )?(?:cart|bag|basket|trolley|wish ?list|favou?rites|order)\b"
+
+
 def control_kind(name: pl.Expr) -> pl.Expr:
-    """The sensitive kind a control's name says (null when none): the first kind whose words match."""
+    """The sensitive kind a control's name says (null when none): the first kind whose words match. A
+    word must open the name, or the name be at most two words ("Delete", "Remove item", "Jetzt kaufen"),
+    so a shop called "Best Buy Outlet" is not a purchase; CJK names match anywhere."""
     out = pl.lit(None, dtype=pl.String)
+    short = name.str.count_matches(r"\S+") <= 2
     for kind, words in reversed(CONTROL_WORDS.items()):  # the first kind is applied last, so it wins
-        out = pl.when(name.str.contains(_pattern(words))).then(pl.lit(kind)).otherwise(out)
-    return out
+        anywhere = name.str.contains(_pattern(words))
+        opening = name.str.strip_chars().str.contains(_pattern(words, opening=True))
+        out = pl.when(opening | (anywhere & short)).then(pl.lit(kind)).otherwise(out)
+    return pl.when(name.str.contains(_ADD_TO)).then(pl.lit("cart")).otherwise(out)
 
 
 def effect_kind(next_url: pl.Expr) -> pl.Expr:

@@ -86,17 +86,21 @@ def _llm_client(lake: Lake, run_id: str):
     return llm.LLMClient(lake=lake, run_id=run_id) if llm.configured() else None
 
 
-def judge_pending(lake: Lake, run_id: str, llm_judges: int = 5) -> Counter:
-    """Judge every trajectory that has no verdict from this judge version yet (re-running adds nothing)."""
+def pending_trajectories(lake: Lake) -> list[dict[str, Any]]:
+    """Trajectories with no verdict from this judge version yet, with their task's verifier and instruction."""
     if not lake.files("trajectories"):
-        return Counter()
+        return []
     has_verdicts = bool(lake.files("verdicts"))
-    rows = lake.query(
+    return lake.query(
         "SELECT t.*, k.verifier_json, k.instruction FROM trajectories t JOIN tasks_history k ON k.task_id = t.task_id "
         "QUALIFY row_number() OVER (PARTITION BY t.trajectory_id ORDER BY k.recorded_at DESC) = 1"
         + (f" AND t.trajectory_id NOT IN (SELECT trajectory_id FROM verdicts WHERE judge_version = '{JUDGE_VERSION}')"
            if has_verdicts else "")
     )
+
+
+def judge_batch(lake: Lake, run_id: str, rows: list[dict[str, Any]], batch: str = "judge", llm_judges: int = 5) -> Counter:
+    """Verdicts for these trajectories, landed as the batch's own rows (a retried batch replaces them)."""
     signals = _environment_signals(lake, [r["trajectory_id"] for r in rows])
     client = _llm_client(lake, run_id)
     now = utcnow()
@@ -110,10 +114,16 @@ def judge_pending(lake: Lake, run_id: str, llm_judges: int = 5) -> Counter:
             votes = llm_votes(client, r, r, steps, lake_blob_reader(lake), n=llm_judges)
         verdicts.append(judge_trajectory(r, r, signals.get(r["trajectory_id"]), votes) | {"run_id": run_id, "recorded_at": now})
     if verdicts:
-        lake.write("verdicts", verdicts, run_id, "judge")
+        lake.write("verdicts", verdicts, run_id, batch)
     if client is not None:
-        client.flush(batch="judge-llm")
+        client.flush(batch=f"{batch}-llm")
     return Counter(v["verdict"] for v in verdicts)
+
+
+def judge_pending(lake: Lake, run_id: str, llm_judges: int = 5) -> Counter:
+    """Judge every trajectory that has no verdict from this judge version yet (re-running adds nothing)."""
+    rows = pending_trajectories(lake)
+    return judge_batch(lake, run_id, rows, "judge", llm_judges) if rows else Counter()
 
 
 def _environment_signals(lake: Lake, trajectory_ids: list[str]) -> dict[str, str]:

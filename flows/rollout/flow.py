@@ -1,21 +1,41 @@
-"""Prefect wiring for `rollout`."""
+"""Prefect wiring for `rollout`: episodes in batches, one Prefect task per batch mapped over the task runner
+(flows/engine.py); each batch lands its trajectories and steps as it finishes."""
 
 from __future__ import annotations
 
+import os
 import uuid
+from collections import Counter
 from typing import Any
 
-from prefect import flow
+from prefect import flow, get_run_logger, task, unmapped
 from prefect.artifacts import create_markdown_artifact
+from prefect.cache_policies import NO_CACHE
 
-from flows.rollout.rollout import rollout as run_rollout
+from flows.engine import task_runner, transient_failure
+from flows.rollout.rollout import RolloutSummary, plan_rollout, rollout_batch
+from flows.task_synthesis.task_spec import TaskSpec
 from lake import Lake
 from lake.runs import recorded_run
+from sandboxes.manifest import load_manifest
 
 progress: Any = None  # set by the CLI for a live progress bar
+_bars: dict[str, Any] = {}
+EPISODE_BATCH = int(os.environ.get("FLYWHEEL_EPISODE_BATCH", "8"))  # episodes per rollout task
 
 
-@flow(name="rollout")
+@task(name="rollout-batch", cache_policy=NO_CACHE, retries=2, retry_delay_seconds=2, retry_condition_fn=transient_failure,
+      task_run_name="episodes-{batch}")
+def rollout_batch_task(manifest_dir: str, lake_root: str, run_id: str, policy: str, jobs: list[tuple[TaskSpec, int]],
+                       batch: str, workers: int, noise: str | None, profile: str | None) -> dict[str, int]:
+    bar = _bars.get(manifest_dir) if progress else None
+    ended = rollout_batch(Lake(lake_root), run_id, policy, load_manifest(manifest_dir), jobs, batch, workers, noise,
+                          profile, on_result=(lambda *_: progress.advance(bar)) if bar is not None else None)
+    get_run_logger().info("episodes %s: %s", batch, ", ".join(f"{k} {v}" for k, v in ended.most_common()))
+    return dict(ended)
+
+
+@flow(name="rollout", task_runner=task_runner())
 @recorded_run("rollout")
 def rollout(
     policy: str = "replay",
@@ -29,7 +49,26 @@ def rollout(
 ) -> dict:
     lake = Lake(lake_root)
     run_id = f"rollout-{uuid.uuid4().hex[:12]}"
-    summary = run_rollout(lake, run_id, policy, sandboxes, tasks, episodes, workers, noise, progress, profile)
+    jobs, problems = plan_rollout(lake, sandboxes, tasks, episodes, policy)
+    summary = RolloutSummary(errors=problems)
+    running = {}
+    for folder, items in jobs.items():
+        batches = [items[i:i + EPISODE_BATCH] for i in range(0, len(items), EPISODE_BATCH)]
+        if progress:
+            _bars[folder] = progress.add_task(f"{load_manifest(folder).name}: {policy}", total=len(items))
+        running[folder] = rollout_batch_task.map(
+            unmapped(folder), unmapped(str(lake.root)), unmapped(run_id), unmapped(policy), batches,
+            [str(i) for i in range(len(batches))], unmapped(workers), unmapped(noise), unmapped(profile))
+    for folder, futures in running.items():
+        name, ended = load_manifest(folder).name, Counter()
+        for future in futures:
+            future.wait()
+            if future.state.is_completed():
+                ended.update(future.result())
+            else:
+                summary.errors.append(f"{name}: a batch of episodes failed: {future.state.message}")
+        if ended:
+            summary.sandboxes[name] = ended
     lake.refresh_catalog()
     lines = [f"# rollout ({policy}{f', {profile} profile' if profile else ''})", "", "| sandbox | episodes | ended |", "|---|---|---|"]
     lines += [f"| {s} | {sum(c.values())} | {', '.join(f'{k} {v}' for k, v in c.most_common())} |" for s, c in summary.sandboxes.items()]

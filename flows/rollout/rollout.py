@@ -17,6 +17,7 @@ from flows.task_synthesis.task_spec import TaskSpec
 from lake import Lake, utcnow
 from sandboxes.actions import Terminate
 from sandboxes.app_process import SandboxError
+from sandboxes.manifest import SandboxManifest, load_manifest
 from sandboxes.pool import SandboxPool
 from sandboxes.registry import select
 from sandboxes.skills import InjectionError, Skill
@@ -127,62 +128,81 @@ def _probe(driver: WebDriver, probes: list[Probe]) -> dict[str, Any]:
     return {p.name: driver.probe(p) for p in probes}
 
 
-def rollout(lake: Lake, run_id: str, policy_name: str, sandboxes: list[str] | None = None,
-            task_ids: list[str] | None = None, episodes: int = 1, workers: int = 1, noise: str | None = None,
-            progress: Any = None, profile: str | None = None) -> RolloutSummary:
-    """`profile` (e.g. "phone") runs web sandboxes under a device profile and the policy through touch."""
-    summary = RolloutSummary()
+def plan_rollout(lake: Lake, sandboxes: list[str] | None, task_ids: list[str] | None, episodes: int,
+                 policy_name: str) -> tuple[dict[str, list[tuple[TaskSpec, int]]], list[str]]:
+    """(sandbox folder -> its (task, episode) jobs, problems) for a rollout."""
+    problems: list[str] = []
     if sandboxes:  # a name that is no sandbox is a typo to report, not "no verified tasks"
         known, unknown = select(sandboxes)
-        summary.errors.extend(str(p) for p in unknown)
+        problems.extend(str(p) for p in unknown)
         sandboxes = [m.name for m in known]
         if not sandboxes:
-            return summary
+            return {}, problems
     tasks = load_verified_tasks(lake, sandboxes, task_ids)
     if not tasks:
-        summary.errors.append("no verified tasks in the lake for this selection; run `flywheel run synthesize-tasks` first")
-        return summary
-    by_sandbox: dict[str, list[TaskSpec]] = {}
-    for t in tasks:
-        by_sandbox.setdefault(t.sandbox, []).append(t)
-    manifests, problems = select(list(by_sandbox))
-    summary.errors.extend(str(p) for p in problems)
-    client = None
+        return {}, problems + ["no verified tasks in the lake for this selection; run `flywheel run synthesize-tasks` first"]
     if policy_name == "llm":
         from flywheel import llm
 
         if not llm.configured():
-            summary.errors.append("the llm policy needs a model: set FLYWHEEL_MODEL (and FLYWHEEL_API_BASE for a local server)")
-            return summary
+            return {}, problems + ["the llm policy needs a model: set FLYWHEEL_MODEL (and FLYWHEEL_API_BASE for a local server)"]
+    by_sandbox: dict[str, list[TaskSpec]] = {}
+    for t in tasks:
+        by_sandbox.setdefault(t.sandbox, []).append(t)
+    manifests, missing = select(list(by_sandbox))
+    jobs = {str(m.folder): [(t, e) for t in by_sandbox[m.name] for e in range(episodes)] for m in manifests}
+    return jobs, problems + [str(p) for p in missing]
+
+
+def rollout_batch(lake: Lake, run_id: str, policy_name: str, manifest: SandboxManifest, jobs: list[tuple[TaskSpec, int]],
+                  batch: int | str, workers: int = 1, noise: str | None = None, profile: str | None = None,
+                  on_result: Any = None) -> Counter:
+    """Episodes of one sandbox on live replicas, landed as the batch's own trajectories and steps (a retried
+    batch replaces them); how each episode ended. Raises SandboxError when the sandbox cannot start."""
+    skills = stored_skills(lake, manifest.name)
+    client = None
+    if policy_name == "llm":
+        from flywheel import llm
+
         client = llm.LLMClient(lake=lake, run_id=run_id)
-    for manifest in manifests:
-        skills = stored_skills(lake, manifest.name)
-        jobs = [(t, e) for t in by_sandbox[manifest.name] for e in range(episodes)]
-        bar = progress.add_task(f"{manifest.name}: {policy_name}", total=len(jobs)) if progress else None
 
-        def job(driver: WebDriver, item: tuple[TaskSpec, int], skills: dict[str, Skill] = skills) -> Episode:
-            task, ep = item
-            if client is not None:
-                from flows.rollout.llm_policy import SHELL_KINDS, LLMPolicy
+    def job(driver: WebDriver, item: tuple[TaskSpec, int]) -> Episode:
+        task, ep = item
+        if client is not None:
+            from flows.rollout.llm_policy import SHELL_KINDS, LLMPolicy
 
-                policy: Policy = LLMPolicy(client, shell=driver.manifest.sandbox.kind in SHELL_KINDS)
-            else:
-                policy = get_policy(policy_name, noise, driver.manifest.sensitive_kind)
-            if profile or driver.manifest.sandbox.kind == "android":  # a phone acts by touch: clicks become taps
-                policy = TouchPolicy(policy, driver, profile or "touch")
-            return run_episode(driver, lake, task, skills, policy, ep, run_id)
+            policy: Policy = LLMPolicy(client, shell=driver.manifest.sandbox.kind in SHELL_KINDS)
+        else:
+            policy = get_policy(policy_name, noise, driver.manifest.sensitive_kind)
+        if profile or driver.manifest.sandbox.kind == "android":  # a phone acts by touch: clicks become taps
+            policy = TouchPolicy(policy, driver, profile or "touch")
+        return run_episode(driver, lake, task, skills, policy, ep, run_id)
 
-        def advance(*_: Any, bar: Any = bar) -> None:
-            progress.advance(bar)
+    results = SandboxPool(manifest, workers, profile=profile).map(job, jobs, on_result=on_result)
+    key = f"{manifest.name}-{batch}"
+    lake.write("trajectories", [r.trajectory for r in results], run_id, key)
+    lake.write("steps", [s for r in results for s in r.steps], run_id, key)
+    if client is not None:
+        client.flush(batch=f"rollout-{key}")
+    return Counter(r.trajectory["ended"] for r in results)
 
+
+def rollout(lake: Lake, run_id: str, policy_name: str, sandboxes: list[str] | None = None,
+            task_ids: list[str] | None = None, episodes: int = 1, workers: int = 1, noise: str | None = None,
+            progress: Any = None, profile: str | None = None) -> RolloutSummary:
+    """Every episode in this process (the flow spreads batches over the engine). `profile` (e.g. "phone") runs
+    web sandboxes under a device profile and the policy through touch."""
+    summary = RolloutSummary()
+    jobs, problems = plan_rollout(lake, sandboxes, task_ids, episodes, policy_name)
+    summary.errors.extend(problems)
+    for folder, items in jobs.items():
+        manifest = load_manifest(folder)
+        bar = progress.add_task(f"{manifest.name}: {policy_name}", total=len(items)) if progress else None
         try:
-            results = SandboxPool(manifest, workers, profile=profile).map(job, jobs, on_result=advance if progress else None)
+            ended = rollout_batch(lake, run_id, policy_name, manifest, items, 0, workers, noise, profile,
+                                  on_result=(lambda *_, bar=bar: progress.advance(bar)) if progress else None)
         except SandboxError as exc:
             summary.errors.append(str(exc))
             continue
-        lake.write("trajectories", [r.trajectory for r in results], run_id, manifest.name)
-        lake.write("steps", [s for r in results for s in r.steps], run_id, manifest.name)
-        if client is not None:
-            client.flush(batch=f"rollout-{manifest.name}")
-        summary.sandboxes[manifest.name] = Counter(r.trajectory["ended"] for r in results)
+        summary.sandboxes[manifest.name] = ended
     return summary

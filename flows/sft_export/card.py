@@ -1,4 +1,6 @@
-"""manifest.json (what the export holds, with file hashes) and README.md (the dataset card).
+"""manifest.json (what the export holds, with file hashes), README.md (the dataset card, with Hugging Face
+YAML metadata: licence, task categories, data files, features, split sizes) and, for `messages`,
+dataset_info.json (LLaMA-Factory's description of the dataset: sharegpt columns and tags).
 
 Both are deterministic: no times, no run ids of the export itself, keys sorted, so the same lake and the
 same config give the same manifest hash. The lineage says where every row came from: sandbox source
@@ -78,7 +80,82 @@ def write_manifest(folder: Path, manifest: dict[str, Any]) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def write_card(folder: Path, manifest: dict[str, Any], manifest_hash: str, gate: dict[str, Any]) -> None:
+_HF_DTYPES = {pa.string(): "string", pa.int32(): "int32", pa.int64(): "int64", pa.float64(): "float64",
+              pa.bool_(): "bool", pa.binary(): "binary"}
+TASK_CATEGORIES = {"messages": ["image-text-to-text"], "action-rl": ["reinforcement-learning", "image-text-to-text"]}
+SIZE_CATEGORIES = [(1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"), (1_000_000, "100K<n<1M"),
+                   (10_000_000, "1M<n<10M"), (100_000_000, "10M<n<100M")]
+
+
+def hf_features(schema: pa.Schema) -> list[dict[str, Any]]:
+    """The schema as a Hugging Face card's `dataset_info.features` (image columns from the schema's metadata)."""
+    meta = json.loads((schema.metadata or {}).get(b"huggingface", b"{}")).get("info", {}).get("features", {})
+    return [{"name": f.name, **_hf_body(f.type, meta.get(f.name))} for f in schema]
+
+
+def _hf_body(t: pa.DataType, hf: dict[str, Any] | None = None) -> dict[str, Any]:
+    if hf and hf.get("_type") == "Image":
+        return {"dtype": "image"}
+    if pa.types.is_struct(t):
+        return {"struct": [{"name": t.field(i).name, **_hf_body(t.field(i).type)} for i in range(t.num_fields)]}
+    if pa.types.is_list(t):
+        inner = _hf_body(t.value_type, (hf or {}).get("feature"))
+        return {"list": inner.get("dtype") or inner.get("struct") or inner}
+    return {"dtype": _HF_DTYPES[t]}
+
+
+def card_metadata(manifest: dict[str, Any], schema: pa.Schema) -> dict[str, Any]:
+    cfg, rows = manifest["config"], manifest["counts"]["rows"]
+    size = sum(f["bytes"] for f in manifest["files"])
+    meta: dict[str, Any] = {"license": cfg.get("license", "other")}
+    if meta["license"] == "other":
+        meta["license_name"] = "unspecified"
+    meta |= {
+        "pretty_name": manifest["name"],
+        "task_categories": TASK_CATEGORIES[cfg["format"]],
+        "tags": ["computer-use", "gui-agent", "flywheel", "trl", *(["llama-factory"] if cfg["format"] == "messages" else [])],
+        "size_categories": [next((c for n, c in SIZE_CATEGORIES if rows < n), "n>100M")],
+        "configs": [{"config_name": "default", "data_files": [{"split": "train", "path": "data/train-*.parquet"}]}],
+        "dataset_info": {
+            "config_name": "default",
+            "features": hf_features(schema),
+            "splits": [{"name": "train", "num_bytes": size, "num_examples": rows}],
+            "download_size": size,
+            "dataset_size": size,
+        },
+    }
+    return meta
+
+
+def dataset_info(manifest: dict[str, Any]) -> dict[str, Any] | None:
+    """LLaMA-Factory's dataset_info.json for a `messages` export (data/README.md of LLaMA-Factory: sharegpt
+    formatting, `conversations` and `images` columns, the role tags spelled out); None for action-rl."""
+    cfg = manifest["config"]
+    if cfg["format"] != "messages":
+        return None
+    columns = {"messages": "conversations", "images": "images"}
+    if cfg["protocol"] == "openai":  # function_call turns: the model needs the tool schemas (qwen-xml has them in the system prompt)
+        columns["tools"] = "tools"
+    return {manifest["name"]: {
+        "file_name": "data",
+        "formatting": "sharegpt",
+        "columns": columns,
+        "tags": {"role_tag": "from", "content_tag": "value", "user_tag": "human", "assistant_tag": "gpt",
+                 "observation_tag": "observation", "function_tag": "function_call", "system_tag": "system"},
+    }}
+
+
+def write_dataset_info(folder: Path, manifest: dict[str, Any]) -> None:
+    info = dataset_info(manifest)
+    if info:
+        (folder / "dataset_info.json").write_text(json.dumps(info, indent=2) + "\n")
+
+
+def write_card(folder: Path, manifest: dict[str, Any], manifest_hash: str, gate: dict[str, Any],
+               schema: pa.Schema) -> None:
+    import yaml
+
+    front = yaml.safe_dump(card_metadata(manifest, schema), sort_keys=False, allow_unicode=True, width=110)
     c, cfg, lin = manifest["counts"], manifest["config"], manifest["lineage"]
     files = "\n".join(f"| `{f['path']}` | {f['rows']} | {f['bytes']} | `{f['sha256'][:16]}…` |" for f in manifest["files"])
     schema = "\n".join(f"| `{f['name']}` | `{f['type']}` |" for f in manifest["schema"])
@@ -89,17 +166,19 @@ def write_card(folder: Path, manifest: dict[str, Any], manifest_hash: str, gate:
                           for s, commits in lin.get("sandboxes", {}).items()) or "- (none)"
     policies = "\n".join(f"- `{p}`: {v['trajectories']} trajectories, models {', '.join(v['models']) or '-'}"
                          for p, v in lin.get("policies", {}).items()) or "- (none)"
+    licence = (f"Licence: `{cfg.get('license')}`." if cfg.get("license", "other") != "other" else
+               "Licence: **none chosen** (`license: other`): set one with `export-sft --license ID` before sharing.")
+    llama = f"""
+LLaMA-Factory reads the same files through `dataset_info.json` (sharegpt: `conversations` with `<image>`
+placeholders, `images`{', `tools`' if cfg['protocol'] == 'openai' else ''}):
+```yaml
+dataset_dir: exports/{manifest['name']}/latest   # the folder that holds this card and dataset_info.json
+dataset: {manifest['name']}
+template: qwen2_vl
+```
+""" if cfg["format"] == "messages" else ""
     text = f"""---
-configs:
-- config_name: default
-  data_files:
-  - split: train
-    path: data/train-*.parquet
-tags:
-- computer-use
-- gui-agent
-- flywheel
----
+{front}---
 # {manifest['name']}
 
 A `{cfg['format']}` dataset exported by the flywheel's `export-sft`
@@ -107,14 +186,16 @@ A `{cfg['format']}` dataset exported by the flywheel's `export-sft`
 actions as `{cfg['protocol']}`; images {'embedded' if cfg['images'] == 'embed' else 'referenced by blob path'}).
 Manifest hash `{manifest_hash}`, config hash `{manifest['config_hash']}`.
 Quality gate: {'passed' if gate['success'] else 'FAILED'} ({gate['statistics']['evaluated']} expectations; `gate.json`).
+{licence} The screenshots show sandbox apps that keep their own licences (see the sources below).
 
 ## Load it
 ```python
 from datasets import load_dataset
 ds = load_dataset("parquet", data_files="data/train-*.parquet", split="train")
 ```
-or `polars.scan_parquet("data/*.parquet")`, or DuckDB `SELECT * FROM 'data/*.parquet'`.
-
+or `polars.scan_parquet("data/*.parquet")`, or DuckDB `SELECT * FROM 'data/*.parquet'`. TRL reads `messages`
+and `images`.
+{llama}
 ## Counts
 {c['rows']} rows from {c['trajectories']} trajectories ({c['steps']} steps, {c['images']} images);
 {c['considered']} trajectories considered.

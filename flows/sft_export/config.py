@@ -11,6 +11,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,79}$")
+_LICENSE = re.compile(r"^[a-z0-9][a-z0-9.+-]{0,63}$")
 
 
 class ExportConfig(BaseModel):
@@ -32,12 +33,22 @@ class ExportConfig(BaseModel):
     history: int = Field(default=12, ge=0)  # previous actions shown in a per-step user turn
     shard_bytes: int = Field(default=256 * 1024 * 1024, ge=64 * 1024)
     seed: int = 0  # order in which balance caps keep trajectories
+    # the dataset card's licence: a Hugging Face licence id (SPDX, lower case: cc-by-4.0, apache-2.0, mit, …);
+    # "other" (the default) says no licence was chosen
+    license: str = "other"
 
     @field_validator("name")
     @classmethod
     def _name(cls, v: str) -> str:
         if not _NAME.match(v):
             raise ValueError(f"export name {v!r}: use letters, digits, '_', '.', '-' (at most 80), e.g. shop-sft")
+        return v
+
+    @field_validator("license")
+    @classmethod
+    def _license(cls, v: str) -> str:
+        if not _LICENSE.match(v):
+            raise ValueError(f"--license {v!r}: use a licence id such as cc-by-4.0, apache-2.0, mit or other")
         return v
 
     @field_validator("since")

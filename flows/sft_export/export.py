@@ -146,7 +146,8 @@ def _build(lake, con, config, cur, folder: Path, name_dir: Path, run_id: str, pr
         progress.update(gate_bar, total=1, completed=1)
 
     (folder / "gate.json").write_text(json.dumps(gate, indent=1, sort_keys=True, default=str))
-    card.write_card(folder, manifest, manifest_hash, gate)
+    card.write_card(folder, manifest, manifest_hash, gate, schema)
+    card.write_dataset_info(folder, manifest)
     if not gate["success"]:
         gate_path = publish.reject(folder, name_dir, gate)
         publish.register(lake, manifest, manifest_hash, gate_path, False, None, None, run_id)

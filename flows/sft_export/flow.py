@@ -30,13 +30,14 @@ def export_sft(
     max_per_family: int | None = None,
     max_per_difficulty: int | None = None,
     shard_mb: int = 256,
+    license: str = "other",
     out: str | None = None,
     lake_root: str | None = None,
 ) -> dict:
     config = ExportConfig(
         name=name, format=format, per=per, images=images, protocol=protocol, since=since, negatives=negatives,
         max_per_sandbox=max_per_sandbox, max_per_family=max_per_family, max_per_difficulty=max_per_difficulty,
-        shard_bytes=shard_mb * 1024 * 1024,
+        shard_bytes=shard_mb * 1024 * 1024, license=license,
     )
     lake = Lake(lake_root)
     result = run_export(lake, config, out=out, run_id=f"export-{uuid.uuid4().hex[:12]}", progress=progress)

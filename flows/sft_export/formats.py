@@ -9,6 +9,12 @@ and the screenshot; an assistant turn carries the action as Qwen `computer_use` 
 `sandboxes.action_parsing`. One row per step (the history is a text list of earlier actions) or one per
 trajectory (the whole conversation).
 
+The same rows carry the LLaMA-Factory layout beside TRL's: `conversations` is the sharegpt list of
+{from: system|human|gpt|function_call, value} with an `<image>` placeholder where each image part is (so
+the placeholders count the row's `images`), and `tools` the tool schemas as JSON; `dataset_info.json` (see
+card.py) tells LLaMA-Factory which columns and tags to read. Placeholders that appear in text — a request or
+typed text saying `<image>` — are written `[image]`, so the count always holds.
+
 `action-rl` is one row per step: the state (request, URL, screenshot), the action (protocol text and
 our typed JSON), whether it ran, and Ct, Qt, St, Lt and the combined reward from mine-failures.
 
@@ -44,6 +50,7 @@ TOOL_CALL = pa.struct(
     ]
 )
 MESSAGE = pa.struct([("role", pa.string()), ("content", pa.list_(PART)), ("tool_calls", pa.list_(TOOL_CALL))])
+SHAREGPT_TURN = pa.struct([("from", pa.string()), ("value", pa.string())])  # LLaMA-Factory's sharegpt tags
 _ROW_KEYS = [
     ("id", pa.string()),
     ("trajectory_id", pa.string()),
@@ -69,6 +76,8 @@ SCHEMAS: dict[str, pa.Schema] = {
             ("messages", pa.list_(MESSAGE)),
             ("images", pa.list_(IMAGE)),
             ("image_shas", pa.list_(pa.string())),
+            ("conversations", pa.list_(SHAREGPT_TURN)),  # the same turns for LLaMA-Factory (sharegpt)
+            ("tools", pa.string()),  # the tool schemas offered (JSON list)
         ],
         metadata=_hf({"images": {"feature": {"_type": "Image"}, "_type": "List"}}),
     ),
@@ -129,6 +138,39 @@ def system_prompt(protocol: str, with_shell: bool) -> str:
         "</tools>\n\nFor each function call, return a json object with function name and arguments within "
         "<tool_call></tool_call> XML tags."
     )
+
+
+SHAREGPT_FROM = {"system": "system", "user": "human", "assistant": "gpt"}
+PLACEHOLDERS = ("<image>", "<video>", "<audio>")  # what LLaMA-Factory counts against the media columns
+
+
+def literal(text: str) -> str:
+    """Text with LLaMA-Factory's media placeholders spelled `[image]`, so only image parts count as images."""
+    for token in PLACEHOLDERS:
+        if token in text:
+            text = text.replace(token, f"[{token[1:-1]}]")
+    return text
+
+
+def sharegpt(messages: list[dict]) -> list[dict]:
+    """Our chat messages as LLaMA-Factory sharegpt turns: `<image>` for an image part, an assistant turn with
+    OpenAI tool calls as a `function_call` turn ([{name, arguments}])."""
+    turns = []
+    for m in messages:
+        if m["tool_calls"]:
+            calls = [{"name": c["function"]["name"], "arguments": json.loads(c["function"]["arguments"])}
+                     for c in m["tool_calls"]]
+            turns.append({"from": "function_call", "value": literal(json.dumps(calls, ensure_ascii=False))})
+            continue
+        value = "".join("<image>" if p["type"] == "image" else literal(p["text"] or "") for p in m["content"])
+        turns.append({"from": SHAREGPT_FROM[m["role"]], "value": value})
+    return turns
+
+
+@lru_cache(maxsize=2)
+def tool_schemas(with_shell: bool) -> str:
+    return json.dumps([t["function"] for t in ([COMPUTER_USE_TOOL, SHELL_TOOL] if with_shell else [COMPUTER_USE_TOOL])],
+                      ensure_ascii=False, sort_keys=True)
 
 
 def ground(actions_json: str, points_json: str | None, page_url: str | None) -> list | None:
@@ -273,10 +315,11 @@ class RowBuilder:
             shas: list = []
             user = self._user(f"Task: {instruction}\n\nActions so far:\n{listed}\n\nCurrent page: {url}", s["screenshot_sha"], images, shas)
             self.steps_out += 1
+            messages = [self._system([(s, url, actions_json, turn)]), user, _assistant(turn)]
             yield {
                 **keys, "id": f"{keys['trajectory_id']}:{s['step_index']}", "step_index": s["step_index"],
-                "messages": [self._system([(s, url, actions_json, turn)]), user, _assistant(turn)],
-                "images": images, "image_shas": shas,
+                "messages": messages, "images": images, "image_shas": shas,
+                "conversations": sharegpt(messages), "tools": tool_schemas(turn[2]),
             }
             history.append(turn[3])
 
@@ -288,7 +331,7 @@ class RowBuilder:
             text = f"Task: {instruction}\n\nCurrent page: {url}" if i == 0 else f"Current page: {url}"
             messages += [self._user(text, s["screenshot_sha"], images, shas), _assistant(turn)]
         return {**keys, "id": keys["trajectory_id"], "step_index": None, "messages": messages, "images": images,
-                "image_shas": shas}
+                "image_shas": shas, "conversations": sharegpt(messages), "tools": tool_schemas(any(t[3][2] for t in turns))}
 
     def _action_rl(self, keys: dict, instruction: str, turns: list, last_index: int | None) -> Iterator[dict]:
         for s, url, actions_json, turn in turns:

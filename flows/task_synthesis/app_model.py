@@ -1,7 +1,11 @@
 """What the static agent learns from an app's source: tables, routes with their SQL, forms, detail fields.
 
-It reads the ordinary shape of a server-rendered Flask + SQLite app (sandboxes/WRITING_APPS.md):
-`schema.sql`, `@app.route` handlers with literal SQL, and Jinja templates with labelled forms.
+It reads server-rendered Flask apps in their real shapes: tables from `schema.sql` or SQLAlchemy models
+(`db.Model` classes with `db.Column`, or `Mapped[...] = mapped_column(...)`), routes on the app or on
+blueprints (their `url_prefix`, also when given to `register_blueprint` in an app factory), which need a
+login (`@login_required`), the SQL each handler runs (literal SQL, or ORM writes: `session.add(Model(...))`,
+`session.delete(...)`, attribute assignments), and Jinja templates with labelled forms. It only adds to
+discovery, which needs none of it.
 """
 
 from __future__ import annotations
@@ -55,6 +59,7 @@ class Route:
     function: str
     ops: list[SqlOp]
     templates: list[str]
+    login_required: bool = False
 
     @property
     def pattern(self) -> str:
@@ -143,10 +148,25 @@ def build_app_model(src: SourceSnapshot) -> AppModel:
     tables = {}
     for text in src.glob(".sql").values():
         tables.update(parse_schema(text))
+    python = src.glob(".py")
+    models: dict[str, str] = {}  # model class -> its table
+    for text in python.values():
+        found, names = parse_models(text)
+        tables.update({k: v for k, v in found.items() if k not in tables})
+        models.update(names)
+    defined: dict[tuple[str, str], str] = {}
+    registered: dict[tuple[str, str], str] = {}
+    for path, text in python.items():
+        d, r = blueprint_prefixes(text, _module(path))
+        defined.update(d)
+        registered.update(r)
     routes = []
-    for text in src.glob(".py").values():
-        if "route(" in text:
-            routes.extend(parse_routes(text))
+    for path, text in python.items():
+        if "route(" in text or ".get(" in text or ".post(" in text:
+            module = _module(path)
+            owners = {var for (mod, var) in defined if mod == module} | {var for (mod, var) in registered if mod in (module, "")}
+            prefixes = {var: registered.get((module, var), registered.get(("", var), defined.get((module, var), ""))) for var in owners}
+            routes.extend(parse_routes(text, prefixes, models))
     forms, details = [], []
     templates = {p: t for p, t in src.files.items() if p.endswith((".html", ".jinja", ".j2"))}
     expanded = {p.split("/")[-1]: _expand_includes(t, templates) for p, t in templates.items()}
@@ -200,7 +220,7 @@ def _split_top_level(body: str) -> list[str]:
 
 # ---- routes -------------------------------------------------------------------------------------
 _DECORATOR = re.compile(
-    r"^@\w+\.(route|get|post)\(\s*[\"']([^\"']+)[\"'](?:[^)]*?methods\s*=\s*\[([^\]]*)\])?[^)]*\)\s*\n"
+    r"^@(\w+)\.(route|get|post)\(\s*[\"']([^\"']+)[\"'](?:[^)]*?methods\s*=\s*\[([^\]]*)\])?[^)]*\)\s*\n"
     r"((?:@[^\n]*\n)*)def\s+(\w+)",
     re.M,
 )
@@ -212,11 +232,14 @@ _SQL = {
 }
 
 
-def parse_routes(py: str) -> list[Route]:
+def parse_routes(py: str, prefixes: dict[str, str] | None = None, models: dict[str, str] | None = None) -> list[Route]:
+    """Routes of the app object or of blueprints (a blueprint's routes get its url_prefix)."""
+    prefixes = prefixes or {}
     matches = list(_DECORATOR.finditer(py))
     routes = []
     for i, m in enumerate(matches):
-        kind, path, methods, _, fn = m.groups()
+        owner, kind, path, methods, decorators, fn = m.groups()
+        path = (prefixes.get(owner, "").rstrip("/") + path) if prefixes.get(owner) else path
         end = matches[i + 1].start() if i + 1 < len(matches) else len(py)
         nxt = re.search(r"^(?:def |@|class )", py[m.end():end], re.M)
         body = py[m.end(): m.end() + nxt.start()] if nxt else py[m.end():end]
@@ -226,8 +249,86 @@ def parse_routes(py: str) -> list[Route]:
             meths = ["POST"]
         else:
             meths = [x.strip().strip("\"'").upper() for x in methods.split(",")] if methods else ["GET"]
-        routes.append(Route(path, meths, fn, parse_sql_ops(body), re.findall(r"render_template\(\s*[\"']([^\"']+)", body)))
+        ops = parse_sql_ops(body) + parse_orm_ops(body, models or {})
+        routes.append(Route(path, meths, fn, ops, re.findall(r"render_template\(\s*[\"']([^\"']+)", body),
+                            login_required="login_required" in (decorators or "")))
     return routes
+
+
+# ---- blueprints and SQLAlchemy models ------------------------------------------------------------------
+_BLUEPRINT = re.compile(r"^(\w+)\s*=\s*Blueprint\(([^)]*)\)", re.M)
+_REGISTER = re.compile(r"register_blueprint\(\s*(?:(\w+)\.)?(\w+)\s*(?:,[^)]*?url_prefix\s*=\s*[\"']([^\"']*)[\"'])?")
+_MODEL = re.compile(r"^class\s+(\w+)\((?:[\w.]*Model|Base|DeclarativeBase)\):\s*\n((?:[ \t]+[^\n]*\n|[ \t]*\n)*)", re.M)
+_MODEL_COLUMN = re.compile(
+    r"^[ \t]+(\w+)\s*(?::\s*Mapped\[(.*?)\]\s*)?=\s*(?:db\.|sa\.)?(?:Column|mapped_column)\(([^\n]*)\)", re.M)
+_SA_TYPES = {"Integer": "INTEGER", "BigInteger": "INTEGER", "Float": "REAL", "Numeric": "NUMERIC", "Boolean": "INTEGER",
+             "DateTime": "TEXT", "Date": "TEXT", "String": "TEXT", "Text": "TEXT", "int": "INTEGER", "float": "REAL",
+             "bool": "INTEGER", "str": "TEXT"}
+
+
+def _module(path: str) -> str:
+    name = path.rsplit("/", 1)[-1].removesuffix(".py")
+    return path.rsplit("/", 2)[-2] if name == "__init__" and "/" in path else name
+
+
+def blueprint_prefixes(py: str, module: str) -> tuple[dict[tuple[str, str], str], dict[tuple[str, str], str]]:
+    """url_prefix per (module, blueprint variable): as the Blueprint(...) defines it, and as
+    register_blueprint(module.var, url_prefix=...) overrides it ("" module: a bare name)."""
+    defined, registered = {}, {}
+    for var, args in _BLUEPRINT.findall(py):
+        m = re.search(r"url_prefix\s*=\s*[\"']([^\"']*)[\"']", args)
+        defined[(module, var)] = m.group(1) if m else ""
+    for mod, var, prefix in _REGISTER.findall(py):
+        if prefix:
+            registered[(mod, var)] = prefix
+    return defined, registered
+
+
+def _snake(name: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+
+
+def parse_models(py: str) -> tuple[dict[str, Table], dict[str, str]]:
+    """SQLAlchemy models as tables (Flask-SQLAlchemy names a model's table in snake case unless
+    `__tablename__` says otherwise), and model class -> table."""
+    tables, names = {}, {}
+    for cls, body in _MODEL.findall(py):
+        named = re.search(r"__tablename__\s*=\s*[\"'](\w+)[\"']", body)
+        table = named.group(1) if named else _snake(cls)
+        cols = {}
+        for col, mapped, args in _MODEL_COLUMN.findall(body):
+            kind = re.search(r"\b(" + "|".join(_SA_TYPES) + r")\b", args + " " + mapped)
+            optional = "Optional[" in mapped or "| None" in mapped or "nullable=True" in args
+            ref = re.search(r"ForeignKey\(\s*[\"'](\w+)\.", args)
+            cols[col] = Column(col, _SA_TYPES.get(kind.group(1), "TEXT") if kind else "TEXT",
+                               not_null="primary_key=True" in args or "nullable=False" in args or (bool(mapped) and not optional),
+                               has_default="default=" in args or "primary_key=True" in args, references=ref.group(1) if ref else None)
+        if cols:
+            tables[table] = Table(table, cols)
+            names[cls] = table
+    return tables, names
+
+
+def parse_orm_ops(code: str, models: dict[str, str]) -> list[SqlOp]:
+    """Writes through the ORM: `session.add(Model(a=..))` inserts, `session.delete(x)` deletes, and an
+    attribute assigned before a commit (`post.title = ...`) updates the model of that name."""
+    ops = []
+    if not models:
+        return ops
+    for m in re.finditer(r"\b(" + "|".join(map(re.escape, models)) + r")\(([^)]*)\)", code):
+        if "session.add" in code:
+            ops.append(SqlOp("insert", models[m.group(1)], re.findall(r"(\w+)\s*=", m.group(2))))
+    if "session.delete(" in code:
+        queried = re.search(r"\b(" + "|".join(map(re.escape, models)) + r")\.query|select\((\w+)\)|get_or_404\((\w+)", code)
+        model = next((g for g in (queried.groups() if queried else ()) if g in models), None)
+        if model:
+            ops.append(SqlOp("delete", models[model], [], "id = ?"))
+    if "commit()" in code:
+        for var, attr in re.findall(r"^\s*(\w+)\.(\w+)\s*=(?!=)", code, re.M):
+            model = next((cls for cls in models if cls.casefold() == var.casefold()), None)
+            if model:
+                ops.append(SqlOp("update", models[model], [attr], "id = ?"))
+    return ops
 
 
 def parse_sql_ops(code: str) -> list[SqlOp]:

@@ -58,6 +58,13 @@ def _value_variants(instruction: str, reference: list[dict[str, Any]], injection
         if kind == "type" and names(instruction, str(action.get("text", ""))):
             changed = copy.deepcopy(reference)
             changed[i]["text"] = another_like(str(action["text"]))
+            for later in changed[i + 1:]:  # what was typed, later found by its text (a card then dragged), alike
+                for key in ("target", "to"):
+                    target = later.get(key)
+                    if isinstance(target, dict):
+                        for part in ("name", "text"):
+                            if target.get(part) == action["text"]:
+                                target[part] = changed[i]["text"]
             out.append(Variant("counterfactual", f"step {i + 1} types {changed[i]['text']!r} instead of {action['text']!r}",
                                changed, injection, False, "underspecified_verifier", named=[str(action["text"])]))
         elif kind == "select":

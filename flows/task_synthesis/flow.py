@@ -1,36 +1,55 @@
-"""Prefect wiring for `synthesize-tasks`: one task per sandbox, a summary artifact, a catalog refresh."""
+"""Prefect wiring for `synthesize-tasks`: a plan task per sandbox (source + coding agent), then the gate as one
+task per batch of candidates, mapped over the task runner (flows/engine.py); each batch lands as it finishes."""
 
 from __future__ import annotations
 
+import os
 import uuid
 from typing import Any
 
-from prefect import flow, task
+from prefect import flow, get_run_logger, task, unmapped
 from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 
+from flows.engine import task_runner, transient_failure
 from flows.task_synthesis import synthesis
+from flows.task_synthesis.task_spec import TaskSpec
 from lake import Lake
 from lake.runs import recorded_run
 from sandboxes.manifest import load_manifest
 from sandboxes.registry import select
+from sandboxes.skills import Skill
 
 # Set by the CLI to show a live progress bar; flows run fine without it.
 progress: Any = None
+_bars: dict[str, Any] = {}  # progress bar per sandbox folder, when the gate runs in this process
+GATE_BATCH = int(os.environ.get("FLYWHEEL_GATE_BATCH", "4"))  # candidates per gate task
 
 
-@task(name="synthesize-sandbox", cache_policy=NO_CACHE, retries=0)
-def synthesize_sandbox_task(
-    manifest_dir: str, lake_root: str, run_id: str, count: int, seed: int, agent: str, workers: int
-) -> dict:
-    summary = synthesis.synthesize_sandbox(
-        load_manifest(manifest_dir), Lake(lake_root), run_id, count=count, seed=seed, agent_name=agent,
-        progress=progress, workers=workers,
+@task(name="plan-sandbox", cache_policy=NO_CACHE, retries=1, retry_condition_fn=transient_failure)
+def plan_sandbox_task(manifest_dir: str, lake_root: str, run_id: str, count: int, seed: int, agent: str,
+                      workers: int) -> synthesis.SynthesisPlan:
+    plan = synthesis.plan_sandbox(load_manifest(manifest_dir), Lake(lake_root), run_id, count, seed, agent, workers)
+    get_run_logger().info("%s: %d candidates, %d new to gate%s", plan.summary.sandbox, plan.summary.candidates,
+                          len(plan.new), f"; error: {plan.summary.error}" if plan.summary.error else "")
+    return plan
+
+
+@task(name="gate-batch", cache_policy=NO_CACHE, retries=2, retry_delay_seconds=2, retry_condition_fn=transient_failure,
+      task_run_name="gate-{batch}")
+def gate_batch_task(manifest_dir: str, lake_root: str, run_id: str, agent: str, skills: dict[str, Skill],
+                    specs: list[TaskSpec], batch: str, workers: int) -> list[dict]:
+    bar = _bars.get(manifest_dir) if progress else None
+    results = synthesis.gate_batch(
+        load_manifest(manifest_dir), Lake(lake_root), run_id, agent, skills, specs, batch, workers,
+        on_result=(lambda _s, _r: progress.advance(bar)) if bar is not None else None,
     )
-    return summary.to_json()
+    get_run_logger().info("gate batch %s: %d candidates, %d verified", batch, len(results),
+                          sum(r.status == "verified" for _, r in results))
+    return [{"family": spec.family, "status": r.status, "reason": r.reason} for spec, r in results]
 
 
-@flow(name="synthesize-tasks", log_prints=True)
+@flow(name="synthesize-tasks", log_prints=True, task_runner=task_runner())
 @recorded_run("synthesize-tasks")
 def synthesize_tasks(
     sandboxes: list[str] | None = None,
@@ -43,11 +62,30 @@ def synthesize_tasks(
     lake = Lake(lake_root)
     run_id = f"synth-{uuid.uuid4().hex[:12]}"
     manifests, problems = select(sandboxes or None)
-    futures = [
-        synthesize_sandbox_task.submit(str(m.folder), str(lake.root), run_id, count, seed, agent, workers)
-        for m in manifests
-    ]
-    summaries = [_summary(m.name, f) for m, f in zip(manifests, futures)]
+    plans = [plan_sandbox_task.submit(str(m.folder), str(lake.root), run_id, count, seed, agent, workers) for m in manifests]
+    gated, summaries = [], []
+    for m, planned in zip(manifests, plans):
+        plan = _plan(m.name, planned)
+        summaries.append(plan.summary)
+        batches = [plan.new[i:i + GATE_BATCH] for i in range(0, len(plan.new), GATE_BATCH)]
+        if progress and batches:
+            _bars[str(m.folder)] = progress.add_task(f"{m.name}: validating", total=len(plan.new))
+        gated.append(gate_batch_task.map(
+            unmapped(str(m.folder)), unmapped(str(lake.root)), unmapped(run_id), unmapped(agent), unmapped(plan.skills),
+            batches, [str(i) for i in range(len(batches))], unmapped(workers),
+        ) if batches else [])
+    for summary, futures in zip(summaries, gated):
+        for future in futures:
+            future.wait()
+            if future.state.is_completed():
+                for r in future.result():
+                    if r["status"] == "verified":
+                        summary.verified += 1
+                        summary.families[r["family"]] += 1
+                    else:
+                        summary.rejected[r["reason"]] += 1
+            elif summary.error is None:
+                summary.error = f"a gate batch failed: {future.state.message}"
     lake.refresh_catalog()
     markdown = synthesis.render_summary(summaries, [str(p) for p in problems])
     create_markdown_artifact(markdown, key="synthesize-tasks-summary", description="verified / rejected per sandbox")
@@ -55,19 +93,9 @@ def synthesize_tasks(
             "problems": [str(p) for p in problems], "markdown": markdown}
 
 
-def _summary(sandbox: str, future: Any) -> synthesis.SandboxSummary:
-    """The sandbox's summary; a sandbox whose task crashed gets its error there, and the others still report."""
+def _plan(sandbox: str, future: Any) -> synthesis.SynthesisPlan:
+    """The sandbox's plan; a sandbox whose plan task crashed gets its error in the summary, the others go on."""
     try:
-        return synthesis.SandboxSummary(**_from_json(future.result()))
+        return future.result()
     except Exception as exc:
-        return synthesis.SandboxSummary(sandbox, error=f"crashed: {type(exc).__name__}: {exc}"[:1000])
-
-
-def _from_json(d: dict) -> dict:
-    from collections import Counter
-
-    return {
-        "sandbox": d["sandbox"], "source_commit": d["source_commit"], "candidates": d["candidates"],
-        "already_known": d["already_known"], "verified": d["verified"], "rejected": Counter(d["rejected"]),
-        "families": Counter(d["verified_by_family"]), "error": d["error"], "notes": d["notes"],
-    }
+        return synthesis.SynthesisPlan(synthesis.SandboxSummary(sandbox, error=f"crashed: {type(exc).__name__}: {exc}"[:1000]))

@@ -63,24 +63,28 @@ def stored_skills(lake: Lake, sandbox: str) -> dict[str, Skill]:
     return {r["name"]: Skill(r["name"], r["sandbox"], r["kind"], r["description"], json.loads(r["spec_json"])) for r in rows}
 
 
-def synthesize_sandbox(
-    manifest: SandboxManifest,
-    lake: Lake,
-    run_id: str,
-    count: int = 40,
-    seed: int = 0,
-    agent_name: str = "static",
-    progress: Any = None,
+@dataclass
+class SynthesisPlan:
+    """What the coding agent proposed for one sandbox, before the gate: the new candidates and their skills."""
+
+    summary: SandboxSummary
+    new: list[TaskSpec] = field(default_factory=list)
+    skills: dict[str, Skill] = field(default_factory=dict)
+
+
+def plan_sandbox(
+    manifest: SandboxManifest, lake: Lake, run_id: str, count: int = 40, seed: int = 0, agent_name: str = "static",
     workers: int = 1,
-) -> SandboxSummary:
-    """Everything for one sandbox; failures of the sandbox itself end up in the summary, not raised.
-    With workers > 1 the gate runs on that many replicas of the app, sharing one Chromium."""
+) -> SynthesisPlan:
+    """Read the source, run the coding agent, land the new skills; the candidates not yet in the lake are left
+    for `gate_batch`. Failures of the sandbox itself end up in the summary, not raised."""
     summary = SandboxSummary(manifest.name)
+    plan = SynthesisPlan(summary)
     try:
         source = read_source(manifest)
     except Exception as exc:
         summary.error = f"cannot read the source of {manifest.name}: {exc}"
-        return summary
+        return plan
     summary.source_commit = source.commit
     app = DeviceStateCopy(manifest) if manifest.sandbox.kind == "android" else AppProcess(manifest)
     try:
@@ -98,39 +102,75 @@ def synthesize_sandbox(
             summary.notes.append(f"{manifest.name}: {len(output.candidates) - len(candidates)} duplicate candidates collapsed")
         summary.candidates = len(candidates)
         known = known_task_ids(lake, manifest.name)
-        new = [c for c in candidates if c.task_id not in known]
-        summary.already_known = summary.candidates - len(new)
-        if not new:
-            return summary
-        skills = stored_skills(lake, manifest.name)
-        fresh_skills = [s for s in output.skills if s.name not in skills or skills[s.name].skill_id != s.skill_id]
-        skills.update({s.name: s for s in output.skills})
-        app.close()  # the agent is done reading the initial state; the pool starts its own replicas
-        task_bar = progress.add_task(f"{manifest.name}: validating", total=len(new)) if progress else None
-        gated = SandboxPool(manifest, workers).map(
-            lambda driver, spec: ValidationGate(driver, skills).validate(spec),
-            new,
-            on_result=(lambda _spec, _result: progress.advance(task_bar)) if progress else None,
-        )
-        results: list[tuple[TaskSpec, GateResult]] = list(zip(new, gated))
-        for spec, result in results:
-            if result.status == "verified":
-                summary.verified += 1
-                summary.families[spec.family] += 1
-            else:
-                summary.rejected[result.reason] += 1
-        land(lake, run_id, manifest.name, agent_name, fresh_skills, results)
+        plan.new = [c for c in candidates if c.task_id not in known]
+        summary.already_known = summary.candidates - len(plan.new)
+        if not plan.new:
+            return plan
+        plan.skills = stored_skills(lake, manifest.name)
+        fresh_skills = [s for s in output.skills if s.name not in plan.skills or plan.skills[s.name].skill_id != s.skill_id]
+        plan.skills.update({s.name: s for s in output.skills})
+        land(lake, run_id, manifest.name, agent_name, fresh_skills, [], batch=f"{manifest.name}-skills")
     except SandboxError as exc:
         summary.error = str(exc)
     finally:
         app.close()
-    return summary
+    return plan
 
 
-def land(lake: Lake, run_id: str, sandbox: str, agent: str, skills: list[Skill], results: list[tuple[TaskSpec, GateResult]]) -> None:
-    """Store gated candidates (verified and rejected), their new skills and the gate's checks; shared
-    by every writer of tasks (synthesis, reverse synthesis from exploration). Results with the same content
-    identity land once (the first)."""
+def gate_batch(
+    manifest: SandboxManifest, lake: Lake, run_id: str, agent_name: str, skills: dict[str, Skill], specs: list[TaskSpec],
+    batch: int | str, workers: int = 1, on_result: Any = None,
+) -> list[tuple[TaskSpec, GateResult]]:
+    """Gate a batch of candidates on live replicas of the app and land what the gate said, as the batch's own
+    rows: a retried batch replaces them, and a run killed later keeps every batch that finished."""
+    gated = SandboxPool(manifest, workers).map(
+        lambda driver, spec: ValidationGate(driver, skills).validate(spec), specs, on_result=on_result)
+    results = list(zip(specs, gated))
+    land(lake, run_id, manifest.name, agent_name, [], results, batch=f"{manifest.name}-{batch}")
+    return results
+
+
+def count_gated(summary: SandboxSummary, results: list[tuple[TaskSpec, GateResult]]) -> None:
+    for spec, result in results:
+        if result.status == "verified":
+            summary.verified += 1
+            summary.families[spec.family] += 1
+        else:
+            summary.rejected[result.reason] += 1
+
+
+def synthesize_sandbox(
+    manifest: SandboxManifest,
+    lake: Lake,
+    run_id: str,
+    count: int = 40,
+    seed: int = 0,
+    agent_name: str = "static",
+    progress: Any = None,
+    workers: int = 1,
+) -> SandboxSummary:
+    """Everything for one sandbox in this process (the flow spreads the gate's batches over the engine);
+    with workers > 1 the gate runs on that many replicas of the app, sharing one Chromium."""
+    plan = plan_sandbox(manifest, lake, run_id, count, seed, agent_name, workers)
+    if plan.summary.error or not plan.new:
+        return plan.summary
+    task_bar = progress.add_task(f"{manifest.name}: validating", total=len(plan.new)) if progress else None
+    try:
+        results = gate_batch(manifest, lake, run_id, agent_name, plan.skills, plan.new, 0, workers,
+                             on_result=(lambda _spec, _result: progress.advance(task_bar)) if progress else None)
+    except SandboxError as exc:
+        plan.summary.error = str(exc)
+        return plan.summary
+    count_gated(plan.summary, results)
+    return plan.summary
+
+
+def land(lake: Lake, run_id: str, sandbox: str, agent: str, skills: list[Skill], results: list[tuple[TaskSpec, GateResult]],
+         batch: str | None = None) -> None:
+    """Store gated candidates (verified and rejected), their new skills and the gate's checks as the rows of
+    (run, batch) (default: the sandbox); shared by every writer of tasks (synthesis, reverse synthesis from
+    exploration). Results with the same content identity land once (the first)."""
+    batch = batch or sandbox
     now = utcnow()
     firsts = {id(spec) for spec in dedupe([spec for spec, _ in results])}
     results = [(spec, r) for spec, r in results if id(spec) in firsts]
@@ -145,12 +185,12 @@ def land(lake: Lake, run_id: str, sandbox: str, agent: str, skills: list[Skill],
             for s in skills
         ],
         run_id,
-        sandbox,
+        batch,
     )
     lake.write(
-        "tasks", [spec.to_row(r.status, r.reason, r.detail, run_id, now) for spec, r in results], run_id, sandbox
+        "tasks", [spec.to_row(r.status, r.reason, r.detail, run_id, now) for spec, r in results], run_id, batch
     )
-    lake.write("validation_runs", validation_rows(results, run_id, sandbox, now), run_id, sandbox)
+    lake.write("validation_runs", validation_rows(results, run_id, sandbox, now), run_id, batch)
 
 
 def validation_rows(results: list[tuple[TaskSpec, GateResult]], run_id: str, sandbox: str, now: Any) -> list[dict[str, Any]]:

@@ -18,7 +18,9 @@ from typing import Any
 from flask import Flask, abort, jsonify, redirect, render_template, request, url_for
 from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
 
+from flywheel.review import queue_filter
 from flywheel.review.decisions import LABELS, Decision, DecisionError, record
+from flywheel.review.queue_filter import QueueFilter
 from flywheel.review.sampling import Sample, SampleItem, draw_sample
 from lake import Lake
 
@@ -40,6 +42,8 @@ class ReviewState:
         self.reviewer = reviewer
         self.token = token
         self.decided = Counter()  # (reviewer, decision) -> count, this session only
+        self.verdicts = sample_verdicts(lake, sample)  # trajectory_id -> AutoJudge's verdict, for the verdict filter
+        self.filter_options = queue_filter.options(sample.items, self.verdicts)
         # Lake reads and writes of this app take turns: Lake's temporary files end in .parquet, so a reader
         # globbing a table while a write is in flight could see half a file.
         self.lock = threading.Lock()
@@ -81,26 +85,41 @@ def create_app(state: ReviewState) -> Flask:
         name = request.cookies.get(REVIEWER_COOKIE, "")
         return name if _NAME.match(name) else state.reviewer
 
+    def chosen() -> tuple[QueueFilter, list[int]]:
+        """The filter in this request's URL and the sample indices it keeps."""
+        f = QueueFilter.from_args(request.args, state.filter_options)
+        return f, queue_filter.matching(state.sample.items, state.verdicts, f)
+
+    def item_url(index: int | None, f: QueueFilter) -> str:
+        return (url_for("show_item", index=index) if index is not None else url_for("finished")) + f.query()
+
     @app.get("/")
     def first_open():
         if not state.sample.items:
             return render_template("empty.html"), 200
+        f, kept = chosen()
+        if not kept:
+            return render_template("empty.html", filtered=f.describe()), 200
         with state.lock, LakeSnapshot(state.lake) as snap:
             mine = my_decisions(snap, reviewer())
-        undecided = [i for i, it in enumerate(state.sample.items) if (it.kind, it.item_id) not in mine]
-        return redirect(url_for("show_item", index=undecided[0] if undecided else 0))
+        undecided = [i for i in kept if (state.sample.items[i].kind, state.sample.items[i].item_id) not in mine]
+        return redirect(item_url(undecided[0] if undecided else kept[0], f))
 
     @app.get("/item/<int:index>")
     def show_item(index: int):
         item = _item_at(state, index)
+        f, kept = chosen()
         with state.lock, LakeSnapshot(state.lake) as snap:
             mine = my_decisions(snap, reviewer())
             detail = load_item(snap, item)
+        items = state.sample.items
         return render_template(
-            "item.html", item=item, detail=detail, index=index, total=len(state.sample.items),
-            done=sum((it.kind, it.item_id) in mine for it in state.sample.items),
+            "item.html", item=item, detail=detail, index=index, total=len(kept),
+            position=sum(i <= index for i in kept), done=sum((items[i].kind, items[i].item_id) in mine for i in kept),
             mine=mine.get((item.kind, item.item_id)), reviewer=reviewer(), labels=LABELS,
-            sample_id=state.sample.sample_id,
+            sample_id=state.sample.sample_id, chosen_filter=f, options=state.filter_options, query=f.query(),
+            next_url=item_url(next((i for i in kept if i > index), None), f),
+            prev_url=item_url(prev, f) if (prev := next((i for i in reversed(kept) if i < index), None)) is not None else "",
         )
 
     @app.post("/decide/<int:index>")
@@ -119,15 +138,18 @@ def create_app(state: ReviewState) -> Flask:
             except DecisionError as exc:
                 return jsonify(error=str(exc)), 400
             state.decided[(row["reviewer"], row["decision"])] += 1
-        last = index + 1 >= len(state.sample.items)
-        return jsonify(review_id=row["review_id"], next=url_for("finished") if last else url_for("show_item", index=index + 1))
+        f, kept = chosen()
+        return jsonify(review_id=row["review_id"], next=item_url(next((i for i in kept if i > index), None), f))
 
     @app.get("/done")
     def finished():
+        f, kept = chosen()
         with state.lock, LakeSnapshot(state.lake) as snap:
             mine = my_decisions(snap, reviewer())
-        return render_template("done.html", decisions=Counter(mine.values()), total=len(state.sample.items),
-                               reviewer=reviewer())
+        items = state.sample.items
+        decided = Counter(d for i in kept if (d := mine.get((items[i].kind, items[i].item_id))))
+        return render_template("done.html", decisions=decided, total=len(kept), reviewer=reviewer(),
+                               filtered=f.describe(), first=item_url(kept[0] if kept else 0, f))
 
     @app.get("/blob/<sha>")
     def blob(sha: str):
@@ -193,6 +215,16 @@ class LakeSnapshot:
 
     def __exit__(self, *exc: object) -> None:
         self.con.close()
+
+
+def sample_verdicts(lake: Lake, sample: Sample) -> dict[str, str]:
+    """AutoJudge's latest verdict of each trajectory in the sample."""
+    wanted = [i.item_id for i in sample.items if i.kind == "trajectory"]
+    if not wanted or not lake.files("verdicts"):
+        return {}
+    rows = lake.query("SELECT trajectory_id, verdict FROM verdicts WHERE list_contains(?, trajectory_id) "
+                      "QUALIFY row_number() OVER (PARTITION BY trajectory_id ORDER BY recorded_at DESC) = 1", [wanted])
+    return {r["trajectory_id"]: r["verdict"] for r in rows}
 
 
 def my_decisions(lake: LakeSnapshot, reviewer: str) -> dict[tuple[str, str], str]:

@@ -63,16 +63,25 @@ def test_the_readmes_default_run_does_not_include_the_corpus():
     assert not {m.name for m in found} & set(APPS)
 
 
+@pytest.fixture(scope="module")
+def chromium():
+    """One Chromium for all the apps' start checks (each opens its own context over CDP)."""
+    from sandboxes.web import SharedBrowser
+
+    with SharedBrowser() as shared:
+        yield shared.endpoint
+
+
 @pytest.mark.browser
 @pytest.mark.parametrize("name", APPS)
-def test_each_app_fetches_starts_and_answers(name):
+def test_each_app_fetches_starts_and_answers(name, chromium):
     from sandboxes.drivers import open_driver
 
     manifest = fetched(name)
     assert Path(CORPUS).resolve() not in manifest.source_dir.resolve().parents, "fetched into the cache, not the repo"
 
     def run():
-        with open_driver(manifest) as driver:
+        with open_driver(manifest, browser_endpoint=chromium) as driver:
             driver.reset()
             obs = driver.observe()
             expression = manifest.state.page_expression()
@@ -80,7 +89,7 @@ def test_each_app_fetches_starts_and_answers(name):
             return obs, state
 
     obs, state = in_own_thread(run)
-    assert obs.url.startswith("http://127.0.0.1:") and obs.ui_tree.strip(), f"{name}: the page rendered nothing"
+    assert obs.url.startswith(f"http://{manifest.name}.local/") and obs.ui_tree.strip(), f"{name}: the page rendered nothing"
     if manifest.state.page_expression():
         assert state not in (None, [], {}), f"{name}: the state expression read nothing: {json.dumps(state)}"
 

@@ -26,24 +26,12 @@ from flows.sft_export.publish import versions
 from lake import Lake
 from sandboxes.action_parsing import parse_model_output
 from tests.flows.export_data import BASIC, DONE, add_review, add_task, add_trajectory, click, type_
+from tests.flows.trainer_layouts import load_llamafactory, render_qwen2_vl, sharegpt_problems
 
 ROOT = Path(__file__).resolve().parents[2]
 
-# A small Qwen2-VL-like chat template: image parts become vision tokens, tool calls are rendered as XML.
-QWEN_TEMPLATE = """{% for message in messages %}<|im_start|>{{ message['role'] }}
-{% for part in message['content'] %}{% if part['type'] == 'image' %}<|vision_start|><|image_pad|><|vision_end|>{% else %}{{ part['text'] }}{% endif %}{% endfor %}
-{% if message['tool_calls'] %}{% for call in message['tool_calls'] %}<tool_call>
-{"name": "{{ call['function']['name'] }}", "arguments": {{ call['function']['arguments'] }}}
-</tool_call>{% endfor %}{% endif %}<|im_end|>
-{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant
-{% endif %}"""
-
-
 def render(messages: list[dict]) -> str:
-    import jinja2
-
-    env = jinja2.Environment(undefined=jinja2.StrictUndefined)
-    return env.from_string(QWEN_TEMPLATE).render(messages=messages, add_generation_prompt=False)
+    return render_qwen2_vl(messages)  # Qwen2-VL's own chat template (tests/data/qwen2_vl)
 
 
 def read_rows(path: str | Path) -> list[dict]:
@@ -95,6 +83,8 @@ def test_an_export_of_a_cycle_lake_loads_everywhere_and_renders(cycle_lake, tmp_
     first = ds[0]
     assert first["images"][0].size[0] > 100, "images decode as PIL images through the Image feature"
     assert first["messages"][0]["role"] == "system"
+    attr, lf = load_llamafactory(result.path, "shop-sft")  # LLaMA-Factory's layout of the same files
+    assert len(lf) == len(rows) and all(sharegpt_problems(attr, example) == [] for example in lf)
     manifest = json.loads((Path(result.path) / "manifest.json").read_text())
     assert manifest["lineage"]["sandboxes"]["shop"] and set(manifest["lineage"]["policies"]) == {"replay", "scripted-noisy"}
     assert manifest["lineage"]["judge"]["versions"] == ["autojudge-1"]
@@ -450,3 +440,25 @@ def test_cli_exports_and_prints_where_and_how_to_load(small_lake, tmp_path):
     assert "published cli-sft/v0001" in out and "cap_sandbox 4" in out and "email 4," in out and "(email: request 4)" in out, out
     assert f"{tmp_path / 'exports' / 'cli-sft' / 'v0001'}" in out and "load_dataset" in out
     assert small_lake.query("SELECT name, version FROM exports") == [{"name": "cli-sft", "version": "v0001"}]
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_the_analyst_questions_answer_on_a_lake_the_real_flows_made(cycle_lake):
+    """docs/analyst_questions.sql through the DuckDB CLI on the shop lake synthesize/rollout/judge/mine wrote."""
+    from tests.lake.test_analyst_questions import duckdb_cli, questions
+
+    cycle_lake.refresh_catalog()
+    answers = {}
+    for label, sql in questions().items():
+        done = subprocess.run([duckdb_cli(), "-readonly", str(cycle_lake.catalog_path), "-json", "-c", sql],
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, f"{label}: {done.stderr}"
+        answers[label] = json.loads(done.stdout or "[]")
+    judged = cycle_lake.query("SELECT count(*) AS n FROM verdicts WHERE verdict != 'env_error'")[0]["n"]
+    assert sum(r["episodes"] for r in answers["[1]"]) == judged > 0
+    assert {r["policy"] for r in answers["[1]"]} == {"replay", "scripted-noisy"}
+    assert answers["[2]"] and all(r["rank"] <= 3 for r in answers["[2]"])
+    mined = cycle_lake.query("SELECT count(*) AS n FROM failures")[0]["n"]
+    assert 0 < sum(r["findings"] for r in answers["[2]"]) <= mined
+    assert isinstance(answers["[3]"], list)  # no task is born from a failure until synthesis reads the seeds

@@ -8,7 +8,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from flows.task_synthesis.agents.base import SynthesisRequest, get_agent
+from flows.task_synthesis.agents.base import SynthesisRequest
 from flows.task_synthesis.agents.static_page import read_page
 from flows.task_synthesis.gate import ValidationGate
 from flows.task_synthesis.source import read_source
@@ -27,8 +27,11 @@ def todomvc():
 
 @pytest.fixture(scope="module")
 def candidates(todomvc):
-    out = get_agent("static").synthesize(SynthesisRequest(todomvc, read_source(todomvc), None, 10, 0))
-    return out
+    """The page reader's candidates (the source reader alone: the static agent adds discovery's, tested in
+    test_discovery.py and by the flow test below)."""
+    from flows.task_synthesis.agents.static_page import StaticPageAgent
+
+    return StaticPageAgent().synthesize(SynthesisRequest(todomvc, read_source(todomvc), None, 10, 0))
 
 
 def test_the_sandbox_is_only_a_manifest_and_the_source_is_pinned_by_the_tarball(todomvc):
@@ -141,7 +144,9 @@ def test_a_js_expression_over_the_rendered_page_is_the_state_probe(todomvc, tmp_
     text = (FOLDER / "sandbox.toml").read_text().replace('kind = "local_storage"', f'kind = "js"\nexpression = "{DOM_STATE}"')
     (tmp_path / "sandbox.toml").write_text(text)
     manifest = load_manifest(tmp_path)
-    out = get_agent("static").synthesize(SynthesisRequest(manifest, read_source(manifest), None, 7, 1))
+    from flows.task_synthesis.agents.static_page import StaticPageAgent
+
+    out = StaticPageAgent().synthesize(SynthesisRequest(manifest, read_source(manifest), None, 7, 1))  # the page reader
     skills = {s.name: s for s in out.skills}
     assert {c.verifier["params"].get("expression") for c in out.candidates if c.verifier["template"] == "js_state_matches"} == {DOM_STATE}
 

@@ -9,8 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from flows.task_synthesis.agents.base import SynthesisRequest, get_agent
-from flows.task_synthesis.agents.board_page import BoardComposer, read_board_page, state_fields
+from flows.task_synthesis.agents.base import SynthesisRequest
+from flows.task_synthesis.agents.board_page import (
+    BoardComposer,
+    BoardPageAgent,
+    read_board_page,
+    state_fields,
+)
 from flows.task_synthesis.gate import ValidationGate
 from flows.task_synthesis.source import read_source
 from sandboxes.actions import parse_actions
@@ -62,7 +67,7 @@ def test_a_page_without_board_config_gets_a_note_not_tasks(kanban, request_):
 
 
 def test_candidates_move_add_and_add_then_move_with_semantic_drags(request_):
-    out = get_agent("static").synthesize(request_)
+    out = BoardPageAgent().synthesize(request_)  # the board reader (the static agent adds discovery's)
     assert not out.notes and not out.skills
     assert {c.family for c in out.candidates} == {"update", "create", "multi_step"}
     assert len({json.dumps(c.params, sort_keys=True) for c in out.candidates}) == len(out.candidates) == 12
@@ -108,7 +113,7 @@ def test_a_semantic_drag_moves_the_card_in_the_live_page_and_reports_both_ends(k
 def test_the_gate_verifies_the_candidates_and_rejects_a_drag_the_board_forbids(kanban, request_):
     from sandboxes.drivers import open_driver
 
-    out = get_agent("static").synthesize(request_)
+    out = BoardPageAgent().synthesize(request_)  # the board reader (the static agent adds discovery's)
     page = read_board_page(request_.source.files)
     composer = BoardComposer(request_, page, kanban.state.expression, state_fields(kanban.state.expression))
     forbidden = composer.move(random.Random(3), 3, allowed=False)

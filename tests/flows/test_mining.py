@@ -641,3 +641,19 @@ def test_evaluate_reads_labels_from_jsonl_and_clean_trajectories_count_against_p
         {"steps": steps, "trajectories": pl.DataFrame({"trajectory_id": ["loop", "clean"]})}, labels
     )
     assert result["kinds"]["loop"] == {"findings": 2, "labels": 1, "precision": 0.5, "recall": 1.0}
+
+
+def test_the_flow_mines_shard_by_shard_as_prefect_tasks_and_agrees_with_mine(prefect_harness, tmp_path):
+    from flows.failure_mining.flow import mine_failures
+
+    direct, through_flow = Lake(tmp_path / "direct"), Lake(tmp_path / "flow")
+    for lake in (direct, through_flow):
+        _land(lake, "r1", {"loop": LOOPING}, batch="a")
+        _land(lake, "r1", {"clean": CLEAN, "again": LOOPING}, batch="b")
+    expected = mine(direct, "m1", batch_steps=4, write_report=False)
+    got = mine_failures(lake_root=str(through_flow.root), batch_steps=4)  # two shards, so two task runs
+    assert got["batches"] == expected.batches == 2
+    assert (got["trajectories"], got["steps"], got["failures"], got["by_reason"]) == (
+        expected.trajectories, expected.steps, expected.failures, expected.by_reason)
+    assert through_flow.query("SELECT count(*) AS n FROM mined") == [{"n": 3}]
+    assert mine_failures(lake_root=str(through_flow.root))["trajectories"] == 0  # a rerun adds nothing

@@ -36,14 +36,34 @@ def test_near_identical_re_clicks_are_a_loop_with_less_confidence_than_identical
     assert json.loads(found.filter(pl.col("trajectory_id") == "near")["evidence"][0])["identical"] is False
 
 
-def test_scrolling_on_from_actions_alone_is_reading_until_it_goes_on_for_long():
+def test_scrolling_on_is_reading_from_actions_alone_and_a_loop_only_when_the_screen_stays():
     scroll = {"action": "scroll", "pixels": -400}
     steps = frame(
-        ("reading", [step(scroll, "s", **BLIND) for _ in range(3)] + [step(DONE, "s", **BLIND)]),
-        ("stuck", [step(scroll, "s", **BLIND) for _ in range(6)] + [step(DONE, "s", **BLIND)]),
+        ("reading", [step(scroll, "s", **BLIND) for _ in range(8)] + [step(DONE, "s", **BLIND)]),
+        ("stuck", [step(scroll, "end") for _ in range(4)] + [step(DONE, "end")]),
     )
-    assert [r[0] for r in reasons(d.detect_exact_repeats(steps))] == ["stuck"]
-    assert undecided(steps)["exact_repeat"] == 1  # the short run: even actions cannot tell
+    found = d.detect_exact_repeats(steps)
+    assert found["trajectory_id"].to_list() == ["stuck"] and found["evidence_level"][0] in (
+        "ui_tree",
+        "screenshot",
+    )
+    assert undecided(steps)["exact_repeat"] == 1  # the blind run: even actions cannot tell
+
+
+def test_a_click_re_aimed_after_the_model_says_it_did_not_work_is_a_loop_the_model_reported():
+    tries = [
+        dict(step(click_at(500, 500), "s", **BLIND), raw_output='Let me click "Accept".'),
+        dict(
+            step(click_at(530, 510), "s", **BLIND),
+            raw_output="The banner is still showing. Let me click more precisely.",
+        ),
+        dict(step(click_at(505, 530), "s", **BLIND), raw_output="It didn't work. Let me try again."),
+        dict(step(DONE, "s", **BLIND), raw_output="The banner is still showing; giving up."),
+    ]
+    moving_on = [dict(r, raw_output="Now I can see the next page.") for r in tries]
+    found = d.detect_exact_repeats(frame(("stuck", tries), ("progress", moving_on)))
+    assert found["trajectory_id"].to_list() == ["stuck"]
+    assert found["evidence_level"][0] == "reasoning" and found["confidence"][0] > 0.9
 
 
 def test_screens_confirm_a_loop_or_clear_it_and_the_finding_names_the_evidence():

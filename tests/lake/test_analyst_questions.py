@@ -69,8 +69,8 @@ def analyst_lake(tmp_path_factory) -> Lake:
     task(lake, "task-b", "delete", "/users/<>")
     born = {"parent_task_id": "task-a", "failure_seed": "seed-1", "failure_kind": "loop"}
     task(lake, "task-c", "create", "/orders", provenance=born)
-    task(lake, "task-d", "create", "/orders", status="rejected",
-         provenance={"parent_task_id": "task-a", "failure_seed": "seed-2", "failure_kind": "bad_args"})
+    task(lake, "task-d", "create", "/orders", status="rejected",  # the key names targeted synthesis writes
+         provenance={"parent_task": "task-a", "seed_id": "seed-2", "failure_kind": "bad_args", "strategy": "variant"})
     # day 1: create 1 of 2, delete 1 of 1 (plus an env_error that does not count); day 2: create 2 of 2
     for tid, task_id, verdict, minutes in [("t1", "task-a", "pass", 0), ("t2", "task-a", "failed", 5),
                                            ("t3", "task-b", "env_error", 10), ("t4", "task-b", "pass", 15),
@@ -115,7 +115,7 @@ def _plain(value):
 def test_the_file_asks_the_three_questions():
     assert list(questions()) == ["[1]", "[2]", "[3]", "[3b]"]
     text = QUESTIONS.read_text()
-    for key in ("parent_task_id", "failure_seed", "failure_kind"):
+    for key in ("parent_task_id", "parent_task", "failure_seed", "seed_id", "failure_kind"):
         assert f"provenance_json->>'{key}'" in text
 
 

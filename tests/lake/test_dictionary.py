@@ -102,7 +102,12 @@ def test_a_failed_run_says_failed_with_the_error_and_nested_runs_name_their_call
 
     with pytest.raises(RuntimeError):
         outer(str(lake.root))
-    runs = {r["flow"]: r for r in lake.query("SELECT * FROM runs")}
+    con = duckdb.connect(str(lake.catalog_path), read_only=True)  # what an analyst sees, not only Lake.query
+    try:
+        cur = con.execute("SELECT * FROM runs")
+        runs = {r["flow"]: r for r in (dict(zip([d[0] for d in cur.description], row)) for row in cur.fetchall())}
+    finally:
+        con.close()
     assert runs["outer"]["status"] == "failed"
     assert runs["outer"]["error"] == "RuntimeError: the sandbox fell over"
     assert runs["inner"]["parent_invocation_id"] == runs["outer"]["invocation_id"]

@@ -58,3 +58,38 @@ def test_stats_print_agreement_and_flags(review_lake, capsys):
     assert print_stats(review_lake) == 0
     out = capsys.readouterr().out
     assert "1/1 agree (100%)" in out and "t-shop-update" in out and "tasks retired): 1" in out
+
+
+def test_reviewer_agreement_is_percent_agreement_and_cohens_kappa_per_pair(review_lake, capsys):
+    from flywheel.review.stats import reviewer_agreement
+
+    tasks = [SampleItem("task", t, "shop", "f", "stratified") for t in ("t-shop-create", "t-shop-update", "t-mail-delete", "t-mail-search")]
+    ann = ["accept", "accept", "reject", "accept"]
+    bob = ["accept", "reject", "reject", "accept"]
+    for item, a, b in zip(tasks, ann, bob):
+        for who, d in (("ann", a), ("bob", b)):
+            record(review_lake, item, Decision(d, reason="no" if d == "reject" else ""), who, "s1", None)
+    record(review_lake, OK, Decision("accept"), "ann", "s1", "pass")  # endorses AutoJudge's pass
+    record(review_lake, OK, Decision("relabel", label="failed"), "bob", "s1", "pass")
+    record(review_lake, OK, Decision("relabel", label="pass"), "carol", "s1", "pass")  # says pass, as ann does
+    record(review_lake, LOW, Decision("accept"), "carol", "s1", "failed")  # one reviewer only: not compared
+    out = reviewer_agreement(review_lake)
+    assert (out["items"], out["pairs"], out["agreed"]) == (5, 7, 4)
+    tasks_pair = next(p for p in out["by_pair"] if p["item_kind"] == "task")
+    # observed 3/4; chance (3/4 * 2/4) + (1/4 * 2/4) = 1/2; kappa = (0.75 - 0.5) / (1 - 0.5)
+    assert tasks_pair["reviewers"] == ("ann", "bob") and tasks_pair["agreement"] == 0.75 and tasks_pair["kappa"] == 0.5
+    trajectory = {p["reviewers"]: p for p in out["by_pair"] if p["item_kind"] == "trajectory"}
+    assert trajectory[("ann", "carol")]["agreed"] == 1 and trajectory[("ann", "bob")]["agreed"] == 0
+    assert trajectory[("ann", "carol")]["kappa"] is None  # one item, both say pass: kappa is undefined
+    assert [d["item_id"] for d in out["disagreements"]] == ["t-shop-update", "tr-ok"]
+    assert print_stats(review_lake) == 0
+    text = capsys.readouterr().out
+    assert "between reviewers: 4/7 reviewer pairs agree (57%) on 5 items" in text
+    assert "Cohen's kappa 0.50" in text and "n/a (every decision alike)" in text
+    assert "disagree on trajectory tr-ok: ann pass, bob failed, carol pass" in text
+
+
+def test_without_shared_items_stats_say_how_to_get_them(review_lake, capsys):
+    record(review_lake, OK, Decision("accept"), "ann", "s1", "pass")
+    print_stats(review_lake)
+    assert "no item decided by two reviewers yet" in capsys.readouterr().out

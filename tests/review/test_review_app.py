@@ -131,7 +131,7 @@ def test_a_script_in_a_request_stays_inert_text(review_app, new_page):
     assert page.locator("table.votes img").count() == 0
     assert page.evaluate("typeof window.__pwned") == "undefined"
     assert page.locator(".filmstrip img").count() == 2  # the screenshots come through the blob route
-    assert page.evaluate("Array.from(document.images).every(i => i.complete && i.naturalWidth === 8)")
+    assert page.evaluate("Array.from(document.querySelectorAll('.filmstrip img')).every(i => i.complete && i.naturalWidth === 8)")
 
 
 def test_a_pair_shows_its_replay_screenshots_or_says_there_is_none(review_app, new_page):
@@ -146,3 +146,81 @@ def test_a_pair_shows_its_replay_screenshots_or_says_there_is_none(review_app, n
     page.goto(f"{base}/item/{where['t-mail-search']}")
     assert page.locator(".filmstrip").count() == 0
     assert "No replay of this task is stored" in page.locator(".note").inner_text()
+
+
+def _index(state, item_id):
+    return next(i for i, it in enumerate(state.sample.items) if it.item_id == item_id)
+
+
+def test_screenshots_open_full_size_and_zoom_with_mouse_and_keyboard(review_app, new_page):
+    from tests.review.conftest import NOW, png
+
+    state, base = review_app
+    big = state.lake.put_blob(png((40, 90, 200), size=1200))  # a screenshot larger than the 320 px thumbnails
+    state.lake.write("steps", [{"trajectory_id": "tr-ok", "step_index": 2, "screenshot_sha": big, "screen_width": 1200,
+                                "screen_height": 1200, "url": "http://127.0.0.1/big", "actions_json": "[]", "ok": True,
+                                "started_at": NOW, "finished_at": NOW, "run_id": "seed-run"}], "seed-run", "big-step")
+    page = new_page()
+    open_queue(page, base, "zoe")
+    here = f"{base}/item/{_index(state, 'tr-ok')}"
+    page.goto(here)
+    assert page.locator(".filmstrip img").count() == 3
+    assert page.locator(".filmstrip img").nth(2).evaluate("i => i.getBoundingClientRect().width") <= 320
+    page.locator(".filmstrip img").nth(2).click()
+    viewer, img = page.locator("#viewer"), page.locator("#viewer-img")
+    assert viewer.is_visible()
+    page.wait_for_function("() => document.getElementById('viewer-img').complete")
+    assert img.evaluate("i => i.naturalWidth") == 1200
+    fit = img.evaluate("i => i.getBoundingClientRect().height")
+    assert 320 < fit <= page.viewport_size["height"]  # fitted to the window, bigger than a thumbnail
+    img.click()  # actual size
+    assert img.evaluate("i => Math.round(i.getBoundingClientRect().width)") == 1200
+    page.keyboard.press("+")
+    assert img.evaluate("i => Math.round(i.getBoundingClientRect().width)") == 1800
+    page.keyboard.press("0")
+    assert img.evaluate("i => i.getBoundingClientRect().height") == fit
+    page.keyboard.press("ArrowLeft")  # the previous screenshot, still in the viewer
+    page.wait_for_function("() => document.getElementById('viewer-img').naturalWidth === 8")
+    assert "step 1" in page.locator("#viewer-caption").inner_text()
+    page.keyboard.press("a")  # a decision key does nothing while the viewer is open
+    page.keyboard.press("Escape")
+    assert not viewer.is_visible()
+    assert not decisions(state.lake, "zoe")
+    page.keyboard.press("v")  # the keyboard opens it too, at the first screenshot
+    assert viewer.is_visible() and "step 0" in page.locator("#viewer-caption").inner_text()
+    page.keyboard.press("Escape")
+    page.keyboard.press("a")
+    page.wait_for_url(lambda url: url != here)
+    assert [r["item_id"] for r in decisions(state.lake, "zoe")] == ["tr-ok"]
+
+
+def test_the_queue_filters_by_sandbox_family_and_verdict_and_stays_inside(review_app, new_page):
+    state, base = review_app
+    page = new_page()
+    open_queue(page, base, "fay")
+    page.select_option("#filter-sandbox", "mail")
+    page.click("#apply-filters")
+    page.wait_for_url(re.compile(r"/item/\d+\?sandbox=mail$"))
+    mail = [i for i, it in enumerate(state.sample.items) if it.sandbox == "mail"]
+    assert f"of {len(mail)} (sandbox mail)" in page.locator("#progress").inner_text()
+    seen = []
+    for _ in mail:
+        seen.append(int(re.search(r"/item/(\d+)", page.url).group(1)))
+        before = page.url
+        page.keyboard.press("j")
+        page.wait_for_url(lambda url, before=before: url != before)
+    assert sorted(seen) == mail and page.url.endswith("/done?sandbox=mail")
+    # verdict: only judged trajectories have one; the low-agreement mail trajectory is the failed one
+    page.goto(f"{base}/?verdict=failed")
+    page.wait_for_url(re.compile(r"/item/\d+\?verdict=failed$"))
+    assert "tr-noisy" in page.locator(".meta").first.inner_text()
+    assert "of 1 (verdict failed)" in page.locator("#progress").inner_text()
+    page.keyboard.press("a")  # deciding the last filtered item ends the filtered queue
+    page.wait_for_url(re.compile(r"/done\?verdict=failed$"))
+    assert "1 of 1 items decided (verdict failed" in page.locator("#done").inner_text()
+    page.goto(f"{base}/?family=search&sandbox=shop")  # nothing matches: said so, with a way back
+    assert "No item of this sample matches sandbox shop, family search" in page.locator("#no-match").inner_text()
+    page.goto(f"{base}/?sandbox=<script>window.__pwned=1</script>")  # not an option: ignored, never echoed
+    page.wait_for_url(re.compile(r"/item/\d+$"))
+    assert page.evaluate("typeof window.__pwned") == "undefined"
+    assert "(sandbox" not in page.locator("#progress").inner_text()

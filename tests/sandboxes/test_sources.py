@@ -157,3 +157,15 @@ def test_sandbox_folders_outside_sandboxes(tmp_path, monkeypatch):
     assert [m.name for m in chosen] == ["two"] and not problems
     chosen, _ = select([str(tmp_path / "single")])
     assert [m.name for m in chosen] == ["single"]
+
+
+def test_an_npm_tarball_with_another_single_top_folder_is_the_package(tmp_path):
+    from sandboxes.npm_source import _one_root_as_package
+
+    (tmp_path / "a" / "html5sortable-0.14.0" / "docs").mkdir(parents=True)
+    _one_root_as_package("x@1.0.0", tmp_path / "a")
+    assert (tmp_path / "a" / "package" / "docs").is_dir()
+    (tmp_path / "b" / "one").mkdir(parents=True)
+    (tmp_path / "b" / "two").mkdir()
+    with pytest.raises(SourceFetchError, match="no package/ folder"):
+        _one_root_as_package("x@1.0.0", tmp_path / "b")

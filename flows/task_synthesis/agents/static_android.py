@@ -184,7 +184,7 @@ class StaticAndroidAgent:
         if paths.table is None:
             out.notes.append(
                 f"{request.manifest.name}: found {len(app.tables)} tables and {len(app.screens)} screens but no "
-                "screen that writes a table through labelled inputs; see sandboxes/notes-android for the shape it reads"
+                "screen that writes a table through labelled inputs (discovery on a device is not built yet)"
             )
             return out
         if request.app_db is None:

@@ -5,6 +5,7 @@ and, where it found little, which step came up empty and what the manifest could
 from __future__ import annotations
 
 import random
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from flows.task_synthesis.agents.base import AgentOutput, SynthesisRequest
@@ -46,9 +47,13 @@ class DiscoveryAgent:
 
         out = AgentOutput()
         manifest = request.manifest
-        try:
+        def walk_app() -> WalkResult:
             with open_driver(manifest) as driver:
-                walk = DiscoveryWalk(driver, manifest, request.seed, self.max_seconds).run()
+                return DiscoveryWalk(driver, manifest, request.seed, self.max_seconds).run()
+
+        try:  # in a thread of its own: Playwright's sync API allows one instance per thread
+            with ThreadPoolExecutor(1) as pool:
+                walk = pool.submit(walk_app).result()
         except SandboxError as exc:
             out.notes.append(f"{manifest.name}: discovery could not run the app: {exc}")
             return out
@@ -59,7 +64,7 @@ class DiscoveryAgent:
         out.candidates = draw(fams, walk, request, manifest.name, request.source.commit)
         if any(c.injection for c in out.candidates):
             out.skills.append(replay_skill(manifest.name))
-        out.notes.extend(notes(manifest, walk, fams, dropped, out.candidates))
+        out.notes.extend(notes(manifest, walk, fams, dropped, out.candidates, request.count))
         return out
 
 
@@ -69,7 +74,7 @@ def _drag_peers(walk: WalkResult, fam: Family) -> list[str]:
         return []
     for z in scan.zones:
         if fam.transition.item in z["cards"]:
-            return [c for c in z["cards"] if c != fam.transition.item and len(c) <= 80]
+            return [c for c in z["cards"] if c != fam.transition.item and len(c) < 80]
     return []
 
 
@@ -139,7 +144,7 @@ def draw(fams: list[Family], walk: WalkResult, request: SynthesisRequest, sandbo
     return picked[:count]
 
 
-def notes(manifest: Any, walk: WalkResult, fams: list[Family], dropped: Any, picked: list[TaskSpec]) -> list[str]:
+def notes(manifest: Any, walk: WalkResult, fams: list[Family], dropped: Any, picked: list[TaskSpec], count: int = 20) -> list[str]:
     name = manifest.name
     groups = sum(len(s.groups) for s in walk.scans.values())
     fields = sum(len(g.fields) for s in walk.scans.values() for g in s.groups)
@@ -154,7 +159,8 @@ def notes(manifest: Any, walk: WalkResult, fams: list[Family], dropped: Any, pic
         + (f" (transitions without a family: {', '.join(f'{k} {v}' for k, v in dropped.items())})" if dropped else ""),
     ]
     out += [f"{name}: {n}" for n in walk.notes]
-    if len({f.name for f in fams}) < 4 or len(picked) < 20:
+    kinds = {f.name for f in fams} | ({"retrieve"} if any(p.family == "retrieve" for p in picked) else set())
+    if len(kinds) < 4 or len(picked) < min(20, count):
         hints = []
         if not groups and not items and not cards:
             hints.append("the page showed no fields, record controls or cards: set [start] home_path to the app's main page"

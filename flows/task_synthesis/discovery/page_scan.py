@@ -57,6 +57,7 @@ SCAN_JS = r"""(() => {
     return l ? {label: l} : null;
   };
   const heading = el => {  // the title a person reads above a group or a list
+    if (el.id && /^[A-Za-z][\w-]*$/.test(el.id) && el.id.length < 40 && /^(UL|OL|DIV|SECTION|MAIN|TBODY)$/.test(el.tagName)) return el.id.replace(/[-_]+/g, ' ').trim();
     for (let up = el, k = 0; up && k < 4; up = up.parentElement, k++) {
       const lab = up.getAttribute && (up.getAttribute('aria-label') || '');
       if (lab && up !== el) return squash(lab);
@@ -67,7 +68,7 @@ SCAN_JS = r"""(() => {
       const h = up.querySelector && up.querySelector(':scope > h1, :scope > h2, :scope > h3, :scope > h4, :scope > legend, :scope > header');
       if (h && h !== el && text(h).length < 60) return text(h);
     }
-    return '';
+    return el.id ? el.id.replace(/[-_]+/g, ' ').trim() : '';
   };
   const fieldOf = el => {
     const t = el.tagName.toLowerCase(); const ty = t === 'input' ? (el.getAttribute('type') || 'text').toLowerCase() : t;
@@ -123,6 +124,12 @@ SCAN_JS = r"""(() => {
     cards = [...document.querySelectorAll('body *')].filter(el => vis(el) && card.test(cls(el)) && !notCard.test(cls(el)) && el.parentElement
       && !el.parentElement.closest('form') && text(el).length > 0 && text(el).length < 120 && !el.querySelector('input, textarea'));
     cards = cards.filter(c => !cards.some(o => o !== c && o.contains(c)));
+  }
+  if (!cards.length) {  // lists side by side (like containers under one parent) whose plain children move
+    const lists = [...document.querySelectorAll('body *')].filter(el => vis(el) && (el.id || el.classList.length) && el.parentElement
+      && [...el.parentElement.children].filter(s => like(s) === like(el)).length >= 2 && el.children.length >= 1
+      && [...el.children].every(c => c.tagName === el.children[0].tagName && !c.querySelector('input, textarea, select, a[href]')));
+    cards = lists.flatMap(l => [...l.children]).filter(c => vis(c) && text(c).length > 0 && text(c).length < 120);
   }
   const implicit = {MAIN: 'main', UL: 'list', OL: 'list', SECTION: 'region', ARTICLE: 'article', ASIDE: 'complementary', TBODY: 'rowgroup'};
   const zoneRole = z => z.getAttribute('role') || implicit[z.tagName] || '';

@@ -22,13 +22,14 @@ RECORDS_JS = r"""(() => {
     return s.display !== 'none' && s.visibility !== 'hidden' && r.width > 0 && r.height > 0; };
   const textOf = el => { const c = el.cloneNode(true); c.querySelectorAll('button, input, select, textarea, script, style, [role=button]').forEach(x => x.remove()); return squash(c.textContent).slice(0, 120); };
   const heading = el => {
+    if (el.id && /^[A-Za-z][\w-]*$/.test(el.id) && el.id.length < 40 && /^(UL|OL|DIV|SECTION|MAIN|TBODY)$/.test(el.tagName)) return el.id.replace(/[-_]+/g, ' ').trim();
     for (let up = el, k = 0; up && up !== document.body && k < 4; up = up.parentElement, k++) {
       const lab = up.getAttribute('aria-label'); if (lab && up !== el) return squash(lab);
       let sib = up.previousElementSibling;
       for (let j = 0; sib && j < 3; sib = sib.previousElementSibling, j++)
         if (/^H[1-6]$/.test(sib.tagName) || sib.tagName === 'HEADER' || /title|header|heading/i.test(typeof sib.className === 'string' ? sib.className : '')) { const t = squash(sib.textContent); if (t && t.length < 60) return t; }
     }
-    return '';
+    return el.id ? el.id.replace(/[-_]+/g, ' ').trim() : '';
   };
   const like = el => el.tagName + '.' + [...el.classList].sort().join('.');
   const kidsOf = el => [...el.children].filter(c => !['SCRIPT', 'STYLE', 'TEMPLATE', 'FORM'].includes(c.tagName));
@@ -37,7 +38,8 @@ RECORDS_JS = r"""(() => {
   const shapes = new Set();
   [...document.querySelectorAll('body *')].forEach(el => {
     if (containers.has(el)) return;
-    const counts = {}; kidsOf(el).forEach(c => { if (c.classList.length) counts[like(c)] = (counts[like(c)] || 0) + 1; });
+    const named = el.id || el.classList.length;  // a list of plain children counts when the list itself is named
+    const counts = {}; kidsOf(el).forEach(c => { if (c.classList.length || (named && c.children.length <= 3)) counts[like(c)] = (counts[like(c)] || 0) + 1; });
     const best = Object.entries(counts).sort((a, b) => b[1] - a[1])[0];
     if (best && best[1] >= 2) { containers.set(el, best[0]); shapes.add(like(el) + '>' + best[0]); }
   });

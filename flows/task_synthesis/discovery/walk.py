@@ -225,7 +225,7 @@ class DiscoveryWalk:
             if not self._late():
                 self._simple("item", path, [hover, {"action": "left_click", "target": ctl["target"]}], page, item=ctl["item"],
                              control={"role": ctl["role"], "name": ctl["name"]}, made_by=made_by)
-        if not record.get("link"):  # a double click on a link would follow it
+        if made_by is not None and not record.get("link"):  # rename what it made (a double click on a link follows it)
             self._edit(path, page, record, made_by)
 
     def _edit(self, path: list[dict], page: str, record: dict[str, Any], made_by: Transition | None) -> None:
@@ -271,9 +271,10 @@ class DiscoveryWalk:
                     self._on_made_records(page, made)
 
     def _drags(self, path: list[dict], scan: PageScan, page: str) -> None:
-        zones = [z for z in scan.zones if z["heading"]]
+        named = [z["heading"] for z in scan.zones]
+        zones = [z for z in scan.zones if z["heading"] and named.count(z["heading"]) == 1]  # lists a person can tell apart
         for z in zones:
-            for card in z["cards"][:1]:
+            for card in [c for c in z["cards"] if len(c) < 80][:1]:  # a card named by its whole text (scans cut at 80)
                 for other in zones:
                     if other is z or self._late():
                         continue

@@ -1,4 +1,5 @@
-// Keyboard-driven review: a accept, r reject (reason), l relabel (1/2/3), f flag verifier (reason), j/k next/prev.
+// Keyboard-driven review: a accept, r reject (reason), l relabel (1/2/3), f flag verifier (reason), j/k next/prev,
+// v the screenshots full size (click or 1 actual size, +/- zoom, 0 fit, arrows previous/next, Esc close).
 (function () {
   const item = document.getElementById("item");
   if (!item) return;
@@ -65,10 +66,59 @@
     decide(pending, { reason: text });
   });
 
+  // ---- the screenshot viewer: full size, zoom, previous/next ----------------------------------------------
+  const viewer = document.getElementById("viewer");
+  const viewerImg = document.getElementById("viewer-img");
+  const frames = Array.from(document.querySelectorAll("a.zoom"));
+  let shown = -1;
+  let zoom = 0; // 0: fit the window; otherwise the scale over the screenshot's own pixels
+
+  function applyZoom() {
+    viewer.classList.toggle("fit", zoom === 0);
+    if (zoom === 0) { viewerImg.style.width = ""; return; }
+    viewerImg.style.width = Math.round(viewerImg.naturalWidth * zoom) + "px";
+  }
+
+  function showFrame(i) {
+    if (!frames.length) return;
+    shown = (i + frames.length) % frames.length;
+    viewerImg.onload = applyZoom;
+    viewerImg.src = frames[shown].getAttribute("href");
+    document.getElementById("viewer-caption").textContent =
+      frames[shown].dataset.caption + " (" + (shown + 1) + " of " + frames.length + ")";
+    viewer.hidden = false;
+    applyZoom();
+  }
+
+  function closeViewer() { viewer.hidden = true; shown = -1; }
+
+  frames.forEach(function (a, i) {
+    a.addEventListener("click", function (ev) { ev.preventDefault(); zoom = 0; showFrame(i); });
+  });
+  viewerImg.addEventListener("click", function () { zoom = zoom === 0 ? 1 : 0; applyZoom(); });
+  viewer.addEventListener("click", function (ev) { if (ev.target === viewer) closeViewer(); });
+
+  function viewerKey(ev) {
+    switch (ev.key) {
+      case "Escape": closeViewer(); break;
+      case "ArrowRight": showFrame(shown + 1); break;
+      case "ArrowLeft": showFrame(shown - 1); break;
+      case "+": case "=": zoom = Math.min((zoom || 1) * 1.5, 8); applyZoom(); break;
+      case "-": zoom = zoom === 0 ? 0 : zoom / 1.5 < 0.25 ? 0 : zoom / 1.5; applyZoom(); break;
+      case "0": zoom = 0; applyZoom(); break;
+      case "1": zoom = 1; applyZoom(); break;
+      default: return; // decisions wait until the viewer is closed
+    }
+    ev.preventDefault();
+  }
+
   document.addEventListener("keydown", function (ev) {
     if (ev.ctrlKey || ev.metaKey || ev.altKey) return;
+    if (!viewer.hidden) { viewerKey(ev); return; }
     if (ev.key === "Escape") { closeBoxes(); return; }
-    if (document.activeElement === reason) return; // typing a reason
+    const tag = document.activeElement && document.activeElement.tagName;
+    if (document.activeElement === reason || tag === "SELECT" || tag === "INPUT" || tag === "BUTTON") return;
+    if (ev.key === "v") { ev.preventDefault(); zoom = 0; showFrame(0); return; }
     if (!labelBox.hidden) {
       const n = parseInt(ev.key, 10);
       if (n >= 1 && n <= labels.length) { ev.preventDefault(); decide("relabel", { label: labels[n - 1] }); }
@@ -82,7 +132,7 @@
         if (item.dataset.kind === "trajectory") { ev.preventDefault(); labelBox.hidden = false; }
         else { error.textContent = "a pair has no label to correct: reject it or flag its verifier"; }
         break;
-      case "j": window.location.assign(item.dataset.next); break;
+      case "j": window.location.assign(item.dataset.next); break; // stays inside the queue's filter
       case "k": if (item.dataset.prev) window.location.assign(item.dataset.prev); break;
     }
   });

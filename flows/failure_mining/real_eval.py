@@ -1,0 +1,197 @@
+"""The miner against hand-labelled trajectories of other agents (see tests/data/mining_eval/LABELLING.md).
+
+An evaluation set is a folder with `data.jsonl` (trajectories in a format `flows.rollout.importers` reads,
+each line with the source's own `task_id` and a `source` record: repository, commit, path, licence) and
+`labels.jsonl` ({"task_id", "kind": "loop" | "side_effect" | null, "step", "last_step"}; null marks a
+trajectory with no finding of any labelled kind). `evaluate_set` imports the data into a throwaway lake
+through the real importer, runs every detector, and scores per kind, per evidence level the findings rest
+on, and next to baselines: "the same action N times in a row" for loops (N = 3), and "a manifest's
+sensitive list" for side effects (foreign logs have none, so it finds nothing).
+
+`build_abp_set` writes such a `data.jsonl` from a git snapshot of
+theredsix/abp-online-mind2web-results (Claude + Agent Browser Protocol on Online-Mind2Web, MIT): each
+`abp_run/<task>/result.json` gives the instruction, the action history as text and the model's thought
+per action. The harness records no screen size; its clicks reach x = 1262, y = 823, so a 1280 x 900
+viewport is assumed (it only scales points to our grid).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import tempfile
+from pathlib import Path
+
+import polars as pl
+
+from flows.failure_mining.detectors import detect_all
+from flows.failure_mining.evaluation import TOLERANCE, _matched
+from flows.failure_mining.features import attach_trajectories, step_features
+from lake import Lake
+
+KINDS = ("loop", "side_effect")
+BASELINE_REPEATS = 3
+ABP_REPO = "theredsix/abp-online-mind2web-results"
+ABP_VIEWPORT = {"width": 1280, "height": 900}
+LABELS = Path(__file__).resolve().parents[2] / "tests" / "data" / "mining_eval" / "labels.jsonl"
+
+
+def build_abp_set(git_dir: str | Path, out: str | Path, commit: str = "HEAD") -> int:
+    """data.jsonl from a snapshot of the ABP Online-Mind2Web results; returns the trajectories written."""
+    git = ["git", f"--git-dir={git_dir}"]
+    sha = subprocess.run(
+        [*git, "rev-parse", commit], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    names = subprocess.run(
+        [*git, "ls-tree", "-r", "--name-only", sha], capture_output=True, text=True, check=True
+    )
+    paths = sorted(  # abp_run/<task>/result.json; one run also holds a nested copy of another, left out
+        p for p in names.stdout.split() if p.startswith("abp_run/") and p.endswith("/result.json") and p.count("/") == 2
+    )
+    lines = []
+    for path in paths:
+        blob = subprocess.run(
+            [*git, "show", f"{sha}:{path}"], capture_output=True, text=True, check=True
+        ).stdout
+        result = json.loads(blob)
+        thoughts = result.get("thoughts") or []
+        steps = [
+            {"action": action, "thought": thoughts[i] if i < len(thoughts) else None}
+            for i, action in enumerate(result["action_history"])
+        ]
+        lines.append(
+            {
+                "task_id": result["task_id"],
+                "policy": "abp-claude-opus-4.6",
+                "model": "claude-opus-4.6",
+                "instruction": result["task"],
+                "final_answer": result.get("final_result_response"),
+                "viewport": ABP_VIEWPORT,
+                "source": {"repo": ABP_REPO, "commit": sha, "path": path, "license": "MIT"},
+                "steps": steps,
+            }
+        )
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines))
+    return len(lines)
+
+
+def load_set(data: str | Path) -> dict[str, pl.DataFrame]:
+    """Import data.jsonl into a throwaway lake with the real importer; steps and trajectories as frames."""
+    from flows.rollout.importers import import_paths
+
+    with tempfile.TemporaryDirectory() as tmp:
+        lake = Lake(Path(tmp) / "lake")
+        report = import_paths(lake, [Path(data)], run_id="mining-eval")
+        if report.quarantined_total:
+            raise ValueError(
+                f"{data}: {report.quarantined_total} records quarantined: {dict(report.quarantined)}"
+            )
+        con = lake.connect()
+        try:
+            steps = con.sql("SELECT * FROM steps").pl()
+            trajectories = con.sql("SELECT trajectory_id, task_id, instruction FROM trajectories").pl()
+        finally:
+            con.close()
+    return {"steps": steps, "trajectories": trajectories}
+
+
+def labels_for(frames: dict[str, pl.DataFrame], labels: str | Path) -> tuple[pl.DataFrame, list[str]]:
+    """Labels keyed by the source's task_id, as (trajectory_id, kind, first_step, last_step)."""
+    ids = dict(frames["trajectories"].select("task_id", "trajectory_id").iter_rows())
+    rows, named = [], []
+    for line in Path(labels).read_text().splitlines():
+        if not line.strip():
+            continue
+        rec = json.loads(line)
+        if rec["task_id"] not in ids:
+            raise ValueError(f"{labels}: task {rec['task_id']!r} is not in the data")
+        named.append(ids[rec["task_id"]])
+        if rec.get("kind"):
+            rows.append(
+                {
+                    "trajectory_id": ids[rec["task_id"]],
+                    "kind": rec["kind"],
+                    "first_step": int(rec["step"]),
+                    "last_step": int(rec.get("last_step", rec["step"])),
+                }
+            )
+    schema = {"trajectory_id": pl.String, "kind": pl.String, "first_step": pl.Int32, "last_step": pl.Int32}
+    return pl.DataFrame(rows, schema=schema), sorted(set(named))
+
+
+def same_action_baseline(steps: pl.DataFrame, n: int = BASELINE_REPEATS) -> pl.DataFrame:
+    """ "The same action n times in a row" as loop findings (the range of the repeats after the first)."""
+    f = step_features(steps)
+    member = pl.col("is_repeat") | pl.col("is_repeat").shift(-1).fill_null(False)
+    runs = (
+        f.lazy()
+        .with_columns(_run=(~pl.col("is_repeat")).cum_sum())
+        .filter(member)
+        .group_by("_run")
+        .agg(
+            pl.col("trajectory_id").first(),
+            first=pl.col("step_index").min(),
+            last=pl.col("step_index").max(),
+            k=pl.len(),
+        )
+        .filter(pl.col("k") >= n)
+        .select(
+            "trajectory_id",
+            first_step=pl.col("first") + 1,
+            last_step="last",
+            kind=pl.lit("loop"),
+            reason=pl.lit("baseline"),
+        )
+        .collect()
+    )
+    return runs
+
+
+def _f1(p: float | None, r: float | None) -> float | None:
+    if p is None or r is None:
+        return None
+    return round(2 * p * r / (p + r), 4) if p + r else 0.0
+
+
+def _kind_scores(findings: pl.DataFrame, labels: pl.DataFrame) -> dict:
+    """Per kind: findings, labels, precision, recall, F1 (a finding matches an overlapping label, +-1 step)."""
+    out = {}
+    cols = ["trajectory_id", "kind", "first_step", "last_step"]
+    for kind in KINDS:
+        fk = findings.filter(pl.col("kind") == kind).select(cols)
+        lk = labels.filter(pl.col("kind") == kind).select(cols)
+        p = round(_matched(fk, lk, TOLERANCE).mean(), 4) if fk.height else None
+        r = round(_matched(lk, fk, TOLERANCE).mean(), 4) if lk.height else None
+        out[kind] = {"findings": fk.height, "labels": lk.height, "precision": p, "recall": r, "f1": _f1(p, r)}
+    return out
+
+
+def evaluate_set(data: str | Path, labels: str | Path = LABELS) -> dict:
+    """Precision, recall and F1 per kind, per evidence level and for the baselines, on a labelled set."""
+    frames = load_set(data)
+    label_frame, ids = labels_for(frames, labels)
+    trajectories = frames["trajectories"].filter(pl.col("trajectory_id").is_in(ids))
+    steps = frames["steps"].filter(pl.col("trajectory_id").is_in(ids))
+    findings = detect_all(attach_trajectories(step_features(steps), trajectories))
+    result = {
+        "trajectories": len(ids),
+        "steps": steps.height,
+        "labels": {k: label_frame.filter(pl.col("kind") == k).height for k in KINDS},
+        "kinds": _kind_scores(findings, label_frame),
+        "by_evidence_level": {},
+        "baselines": {
+            f"loop: same action {BASELINE_REPEATS}x in a row": _kind_scores(
+                same_action_baseline(steps), label_frame
+            )["loop"],
+            "side_effect: manifest sensitive lists only": _kind_scores(findings.clear(), label_frame)[
+                "side_effect"
+            ],
+        },
+    }
+    for level in sorted(findings["evidence_level"].unique().to_list()):
+        result["by_evidence_level"][level] = _kind_scores(
+            findings.filter(pl.col("evidence_level") == level), label_frame
+        )
+    return result

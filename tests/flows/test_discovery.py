@@ -1,0 +1,238 @@
+"""Discovery-driven synthesis (flows/task_synthesis/discovery): unit checks on values, scans and the
+families built from transitions, the rule that the synthesis code names no sandbox, and a live walk of
+the npm-fetched TodoMVC (third-party: the `todomvc` package, MIT) in a real browser."""
+
+from __future__ import annotations
+
+import ast
+import random
+import re
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from flows.task_synthesis.discovery.families import families_from, instance, to_spec
+from flows.task_synthesis.discovery.fill import fill_action, value_for_field
+from flows.task_synthesis.discovery.page_scan import FieldInfo
+from flows.task_synthesis.discovery.state import Observed, StateDiff, records_path, storage_expression
+from flows.task_synthesis.discovery.walk import Slot, Transition, WalkResult
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def sandbox_names() -> set[str]:
+    names = set()
+    for toml in [*ROOT.glob("sandboxes/*/sandbox.toml"), *ROOT.glob("corpus/*/sandbox.toml")]:
+        names.add(tomllib.loads(toml.read_text())["sandbox"]["name"])
+    return names
+
+
+# ---- no per-app code -----------------------------------------------------------------------------------
+def test_the_discovery_path_and_the_explorer_name_no_sandbox():
+    names = sandbox_names()
+    assert {"todomvc", "kanban"} <= names
+    files = [*ROOT.glob("flows/task_synthesis/discovery/*.py"), *ROOT.glob("flows/exploration/*.py"),
+             ROOT / "flows/task_synthesis/agents/base.py"]
+    found = []
+    for f in files:
+        text = f.read_text()
+        for n in names:
+            if n == "kanban" and f.name == "base.py":
+                continue  # "a kanban-style board": the kind of page the board reader reads, not the sandbox
+            if re.search(rf"(?<![\w-]){re.escape(n)}(?![\w-])", text, re.I):
+                found.append(f"{f.relative_to(ROOT)}: {n}")
+    assert not found, found
+
+
+def test_no_synthesis_module_branches_on_a_sandbox_name():
+    """No string in the code of flows/task_synthesis (docstrings aside) is a sandbox's name or its folder;
+    names that are also plain words (a workspace, a shop) only count where code compares with them."""
+    names = sandbox_names()
+    plain_words = {"workspace", "shop", "mail", "kanban"}
+    hits = []
+    for f in ROOT.glob("flows/task_synthesis/**/*.py"):
+        tree = ast.parse(f.read_text())
+        docs = {id(n.body[0].value) for n in ast.walk(tree)
+                if isinstance(n, (ast.Module, ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef))
+                and n.body and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)}
+        compared = {id(c) for n in ast.walk(tree) if isinstance(n, ast.Compare) for c in [n.left, *n.comparators]}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs:
+                v = node.value.strip().casefold()
+                named = v in names and (v not in plain_words or id(node) in compared)
+                if named or any(f"sandboxes/{n}" in v for n in names):
+                    hits.append(f"{f.relative_to(ROOT)}:{node.lineno}: {node.value!r}")
+    assert not hits, hits
+
+
+# ---- values by type and constraints ------------------------------------------------------------------------
+def field(**kw) -> FieldInfo:
+    base = {"target": {"label": kw.get("label", "Field")}, "role": "textbox", "type": "text", "label": "Field"}
+    return FieldInfo(**(base | kw))
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_values_meet_the_fields_type_and_constraints(seed):
+    rng = random.Random(seed)
+    assert re.fullmatch(r"[^@\s]+@[^@\s]+\.\w+", value_for_field(field(type="email", label="Email"), rng))
+    n = int(value_for_field(field(type="number", role="spinbutton", min="3", max="9"), rng))
+    assert 3 <= n <= 9
+    assert re.fullmatch(r"\d{5}", value_for_field(field(pattern=r"\d{5}", label="Postcode"), rng))
+    assert re.fullmatch(r"[A-Z]{2}-\d{3}", value_for_field(field(pattern=r"[A-Z]{2}-\d{3}", label="Code"), rng))
+    day = value_for_field(field(type="date", min="2030-01-01", max="2030-12-31"), rng)
+    assert "2030-01-01" <= day <= "2030-12-31"
+    assert re.fullmatch(r"\d\d:\d\d", value_for_field(field(type="time"), rng))
+    assert len(value_for_field(field(maxlength=6), rng)) <= 6
+    assert len(value_for_field(field(minlength=30), rng)) >= 30
+    options = [{"label": "— choose —", "value": ""}, {"label": "Red", "value": "r"}, {"label": "Blue", "value": "b"}]
+    act, said = fill_action(field(type="select", role="combobox", options=options), rng)
+    assert act["action"] == "select" and said in ("Red", "Blue")
+    assert fill_action(field(type="select", role="combobox", options=options[:1]), rng) is None  # nothing valid to pick
+    assert fill_action(field(type="checkbox", role="checkbox"), rng)[0] == {"action": "check", "target": {"label": "Field"}, "checked": True}
+
+
+def test_a_stored_list_of_records_is_found_and_read_by_key():
+    assert records_path({"todos": [{"title": "a"}], "n": 1}) == ["todos"]
+    assert records_path([{"id": 1}]) == []
+    assert records_path({"a": "x"}) is None
+    expr = storage_expression("localStorage:app-state", ["todos"])
+    assert 'localStorage.getItem("app-state")' in expr and '?.["todos"]' in expr
+    assert storage_expression("cookie:sid", []) == ""  # cookies are found, never a verifier's state
+
+
+# ---- families from transitions ----------------------------------------------------------------------------
+def _walk(transitions, initial=None) -> WalkResult:
+    return WalkResult(transitions, ["/"], {}, Observed(records=initial or []), [], [], 1.0)
+
+
+def test_a_typed_record_becomes_a_create_family_whose_variants_name_and_check_their_own_value():
+    entry = field(label="What needs doing?", target={"role": "textbox", "name": "What needs doing?"})
+    before = [{"list": "Groceries", "text": "Eggs"}]
+    after = before + [{"list": "Groceries", "text": "Buy milk"}]
+    t = Transition("enter", [{"action": "goto", "url": "/"}],
+                   [{"action": "type", "target": entry.target, "text": "Buy milk", "clear": True}, {"action": "key", "keys": ["Enter"]}],
+                   StateDiff(records=(before, after)), [Slot(0, entry, "Buy milk")], heading="Groceries")
+    noise = Transition("page_button", [], [{"action": "left_click", "target": {"role": "button", "name": "Help"}}], StateDiff())
+    fams, dropped = families_from(_walk([t, noise], before), None)
+    assert [f.name for f in fams] == ["create"] and dropped == {"no state change": 1}
+    first = instance(fams[0], random.Random(1), fresh=False)
+    assert first.request == "Add “Buy milk” to “Groceries”."
+    assert first.verifier["params"]["where"] == {"list": "Groceries", "text": "Buy milk"}
+    other = instance(fams[0], random.Random(2), fresh=True)
+    typed = other.reference[1]["text"]
+    assert typed != "Buy milk" and quote_in(typed, other.request)
+    assert other.verifier["params"]["where"]["text"] == typed  # the verifier checks the value the request names
+    spec = to_spec(other, "app", "c0", 0, sign_in=[{"action": "goto", "url": "/login"}])
+    assert spec.injection == [{"skill": "replay_ui", "args": {"actions": [{"action": "goto", "url": "/login"}]}}]
+
+
+def quote_in(value: str, text: str) -> bool:
+    return f"“{value}”" in text
+
+
+def test_a_card_dragged_to_another_list_is_a_move_family_checked_by_both_names():
+    before = [{"list": "To do", "text": "Write tests"}, {"list": "Done", "text": "Plan"}]
+    after = [{"list": "Done", "text": "Write tests"}, {"list": "Done", "text": "Plan"}]
+    t = Transition("drag", [{"action": "goto", "url": "/"}],
+                   [{"action": "left_click_drag", "target": {"text": "Write tests"}, "to": {"text": "Plan"}}],
+                   StateDiff(records=(before, after)), item="Write tests", to="Done")
+    (fam,), _ = families_from(_walk([t], before), None)
+    inst = instance(fam, random.Random(0), fresh=False)
+    assert fam.name == "move" and inst.request == "Move “Write tests” to “Done”."
+    assert inst.verifier["params"]["where"] == {"text": "Write tests", "list": "Done"}
+
+
+# ---- the live walk on a third-party app ---------------------------------------------------------------------
+@pytest.mark.browser
+@pytest.mark.slow
+def test_the_walk_types_ticks_hovers_and_edits_in_the_live_todomvc():
+    from sandboxes.drivers import open_driver
+    from tests.conftest import npm_sandbox
+
+    manifest = npm_sandbox("todomvc")
+    from flows.task_synthesis.discovery.walk import DiscoveryWalk
+
+    with open_driver(manifest) as driver:
+        walk = DiscoveryWalk(driver, manifest, seed=0, max_seconds=120).run()
+    kinds = [t.kind for t in walk.changing]
+    assert kinds[:1] == ["enter"] and "item" in kinds and "edit" in kinds, kinds
+    assert any(a.get("action") == "mouse_move" for t in walk.changing for a in t.actions), "a hover revealed a control"
+    fams, _ = families_from(walk, manifest.state.page_expression())
+    assert {"create", "toggle", "delete", "update"} <= {f.name for f in fams}
+    assert "localStorage" in walk.state.describe()
+
+
+# ---- the Flask reader in real shapes (enrichment) ------------------------------------------------------------
+FACTORY_APP = {
+    "blog/__init__.py": '''
+from flask import Flask
+def create_app():
+    app = Flask(__name__)
+    from . import auth, posts
+    app.register_blueprint(auth.bp)
+    app.register_blueprint(posts.bp, url_prefix="/posts")
+    return app
+''',
+    "blog/models.py": '''
+from .db import db
+class Post(db.Model):
+    __tablename__ = "posts"
+    id = db.Column(db.Integer, primary_key=True)
+    title = db.Column(db.String(120), nullable=False)
+    body = db.Column(db.Text)
+    author_id = db.Column(db.Integer, db.ForeignKey("users.id"))
+
+class User(Base):
+    id: Mapped[int] = mapped_column(primary_key=True)
+    email: Mapped[str] = mapped_column(String(200))
+    nickname: Mapped[Optional[str]] = mapped_column(String(40))
+''',
+    "blog/auth.py": '''
+bp = Blueprint("auth", __name__, url_prefix="/auth")
+@bp.route("/login", methods=["GET", "POST"])
+def login():
+    return render_template("auth/login.html")
+''',
+    "blog/posts.py": '''
+bp = Blueprint("posts", __name__)
+@bp.route("/new", methods=["GET", "POST"])
+@login_required
+def create():
+    post = Post(title=request.form["title"], body=request.form["body"])
+    db.session.add(post)
+    db.session.commit()
+    return redirect(url_for("posts.index"))
+
+@bp.post("/<int:id>/delete")
+@login_required
+def delete(id):
+    post = db.get_or_404(Post, id)
+    db.session.delete(post)
+    db.session.commit()
+
+@bp.route("/<int:id>/edit", methods=["POST"])
+def edit(id):
+    post = Post.query.get(id)
+    post.title = request.form["title"]
+    db.session.commit()
+''',
+}
+
+
+def test_the_flask_reader_reads_factories_blueprints_logins_and_sqlalchemy_models():
+    from flows.task_synthesis.app_model import build_app_model
+    from flows.task_synthesis.source import SourceSnapshot
+
+    model = build_app_model(SourceSnapshot("blog", "c0", FACTORY_APP))
+    assert set(model.tables) == {"posts", "user"}
+    posts, user = model.tables["posts"], model.tables["user"]
+    assert posts.columns["title"].not_null and not posts.columns["body"].not_null
+    assert posts.columns["author_id"].references == "users" and posts.columns["id"].type == "INTEGER"
+    assert user.columns["email"].not_null and not user.columns["nickname"].not_null
+    routes = {r.path: r for r in model.routes}
+    assert set(routes) == {"/auth/login", "/posts/new", "/posts/<int:id>/delete", "/posts/<int:id>/edit"}
+    assert routes["/posts/new"].login_required and not routes["/auth/login"].login_required
+    assert [(o.verb, o.table, o.columns) for o in routes["/posts/new"].writes()] == [("insert", "posts", ["title", "body"])]
+    assert [(o.verb, o.table) for o in routes["/posts/<int:id>/delete"].writes()] == [("delete", "posts")]
+    assert [(o.verb, o.table, o.columns) for o in routes["/posts/<int:id>/edit"].writes()] == [("update", "posts", ["title"])]
