@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 
-from prefect import flow
+from prefect import flow, get_run_logger
 from prefect.artifacts import create_markdown_artifact
 
 from flows.judging.judge import judge_pending
@@ -15,6 +15,7 @@ from lake import Lake
 def judge(lake_root: str | None = None) -> dict:
     lake = Lake(lake_root)
     counts = judge_pending(lake, f"judge-{uuid.uuid4().hex[:12]}")
+    get_run_logger().info("verdicts: %s", dict(counts) or "nothing new to judge")
     lake.refresh_catalog()
     markdown = "# judge\n\n" + (", ".join(f"{k}: {v}" for k, v in counts.most_common()) or "nothing new to judge")
     create_markdown_artifact(markdown, key="judge-summary")

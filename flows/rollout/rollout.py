@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import time
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from flows.rollout.policies import Policy, get_policy
+from flows.curriculum.sampling import RECHECK_EVERY, RolloutPlan, plan_rollout
+from flows.rollout.policies import Policy, get_policy, training_exposure
 from flows.rollout.touch import TouchPolicy
 from flows.task_synthesis.synthesis import stored_skills
 from flows.task_synthesis.task_spec import TaskSpec
@@ -25,6 +27,7 @@ from verifier_templates import get_template
 from verifier_templates.base import Probe
 
 MAX_STEPS = 30
+log = logging.getLogger("flywheel.rollout")
 
 
 @dataclass
@@ -37,6 +40,7 @@ class Episode:
 class RolloutSummary:
     sandboxes: dict[str, Counter] = field(default_factory=dict)  # sandbox -> ended kind counts
     errors: list[str] = field(default_factory=list)
+    plan: RolloutPlan | None = None  # how the curriculum's pools chose the tasks (None with --all or --tasks)
 
     @property
     def episodes(self) -> int:
@@ -129,13 +133,24 @@ def _probe(driver: WebDriver, probes: list[Probe]) -> dict[str, Any]:
 
 def rollout(lake: Lake, run_id: str, policy_name: str, sandboxes: list[str] | None = None,
             task_ids: list[str] | None = None, episodes: int = 1, workers: int = 1, noise: str | None = None,
-            progress: Any = None, profile: str | None = None) -> RolloutSummary:
-    """`profile` (e.g. "phone") runs web sandboxes under a device profile and the policy through touch."""
+            progress: Any = None, profile: str | None = None, all_tasks: bool = False, budget: int | None = None,
+            recheck_every: int = RECHECK_EVERY) -> RolloutSummary:
+    """`profile` (e.g. "phone") runs web sandboxes under a device profile and the policy through touch.
+    Tasks come from the curriculum's pools (flows/curriculum/sampling.py: active first, monitoring when due,
+    mastered retired, at most `budget` per sandbox) unless `all_tasks` or explicit `task_ids` ask for all."""
     summary = RolloutSummary()
     tasks = load_verified_tasks(lake, sandboxes, task_ids)
     if not tasks:
         summary.errors.append("no verified tasks in the lake for this selection; run `flywheel run synthesize-tasks` first")
         return summary
+    if not all_tasks and not task_ids:
+        summary.plan = plan_rollout(lake, f"{policy_name}@{profile}" if profile else policy_name, tasks, budget, recheck_every)
+        tasks = summary.plan.tasks
+        if not tasks:
+            summary.errors.append("the curriculum retired every task of this selection (all mastered, or monitoring and "
+                                  "not due for a re-check); `--all` rolls them out anyway, `synthesize-tasks "
+                                  "--from-failures` makes new ones")
+            return summary
     by_sandbox: dict[str, list[TaskSpec]] = {}
     for t in tasks:
         by_sandbox.setdefault(t.sandbox, []).append(t)
@@ -149,9 +164,11 @@ def rollout(lake: Lake, run_id: str, policy_name: str, sandboxes: list[str] | No
             summary.errors.append("the llm policy needs a model: set FLYWHEEL_MODEL (and FLYWHEEL_API_BASE for a local server)")
             return summary
         client = llm.LLMClient(lake=lake, run_id=run_id)
+    exposure = training_exposure(lake) if policy_name == "simulated-learner" else None
     for manifest in manifests:
         skills = stored_skills(lake, manifest.name)
         jobs = [(t, e) for t in by_sandbox[manifest.name] for e in range(episodes)]
+        log.info("%s: %d episodes of %s on %d tasks", manifest.name, len(jobs), policy_name, len(by_sandbox[manifest.name]))
         bar = progress.add_task(f"{manifest.name}: {policy_name}", total=len(jobs)) if progress else None
 
         def job(driver: WebDriver, item: tuple[TaskSpec, int], skills: dict[str, Skill] = skills) -> Episode:
@@ -161,7 +178,7 @@ def rollout(lake: Lake, run_id: str, policy_name: str, sandboxes: list[str] | No
 
                 policy: Policy = LLMPolicy(client, shell=driver.manifest.sandbox.kind in SHELL_KINDS)
             else:
-                policy = get_policy(policy_name, noise, driver.manifest.sensitive_kind)
+                policy = get_policy(policy_name, noise, driver.manifest.sensitive_kind, exposure)
             if profile or driver.manifest.sandbox.kind == "android":  # a phone acts by touch: clicks become taps
                 policy = TouchPolicy(policy, driver, profile or "touch")
             return run_episode(driver, lake, task, skills, policy, ep, run_id)
@@ -179,4 +196,18 @@ def rollout(lake: Lake, run_id: str, policy_name: str, sandboxes: list[str] | No
         if client is not None:
             client.flush(batch=f"rollout-{manifest.name}")
         summary.sandboxes[manifest.name] = Counter(r.trajectory["ended"] for r in results)
+        log.info("%s: %s", manifest.name, ", ".join(f"{k} {v}" for k, v in summary.sandboxes[manifest.name].most_common()))
     return summary
+
+
+def render_summary(summary: RolloutSummary, policy: str, profile: str | None = None) -> str:
+    """Markdown: episodes per sandbox and how they ended, and which pools the curriculum chose from."""
+    lines = [f"# rollout ({policy}{f', {profile} profile' if profile else ''})", "",
+             "| sandbox | episodes | ended | tasks chosen by pool | left out |", "|---|---|---|---|---|"]
+    plan = summary.plan
+    for s, c in summary.sandboxes.items():
+        chosen = ", ".join(f"{k} {v}" for k, v in sorted(plan.chosen.get(s, {}).items())) if plan else "all (--all)"
+        left = ", ".join(f"{k} {v}" for k, v in sorted(plan.left_out.get(s, {}).items())) if plan else "-"
+        lines.append(f"| {s} | {sum(c.values())} | {', '.join(f'{k} {v}' for k, v in c.most_common())} | {chosen} | {left or '-'} |")
+    lines += [f"- problem: {e}" for e in summary.errors]
+    return "\n".join(lines)

@@ -5,10 +5,11 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from prefect import flow, task
+from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 
+from flows.task_synthesis import from_failures as targeted
 from flows.task_synthesis import synthesis
 from lake import Lake
 from sandboxes.manifest import load_manifest
@@ -20,8 +21,14 @@ progress: Any = None
 
 @task(name="synthesize-sandbox", cache_policy=NO_CACHE, retries=0)
 def synthesize_sandbox_task(
-    manifest_dir: str, lake_root: str, run_id: str, count: int, seed: int, agent: str, workers: int
+    manifest_dir: str, lake_root: str, run_id: str, count: int, seed: int, agent: str, workers: int,
+    from_failures: bool = False, policy: str | None = None,
 ) -> dict:
+    if from_failures:  # targeted tasks from mined failure seeds (flows/task_synthesis/from_failures.py)
+        return targeted.synthesize_from_failures(
+            load_manifest(manifest_dir), Lake(lake_root), run_id, count=count, policy=policy, progress=progress,
+            workers=workers,
+        ).to_json()
     summary = synthesis.synthesize_sandbox(
         load_manifest(manifest_dir), Lake(lake_root), run_id, count=count, seed=seed, agent_name=agent,
         progress=progress, workers=workers,
@@ -37,15 +44,20 @@ def synthesize_tasks(
     agent: str = "static",
     lake_root: str | None = None,
     workers: int = 1,
+    from_failures: bool = False,
+    policy: str | None = None,
 ) -> dict:
     lake = Lake(lake_root)
-    run_id = f"synth-{uuid.uuid4().hex[:12]}"
+    run_id = f"{'targeted' if from_failures else 'synth'}-{uuid.uuid4().hex[:12]}"
     manifests, problems = select(sandboxes or None)
     futures = [
-        synthesize_sandbox_task.submit(str(m.folder), str(lake.root), run_id, count, seed, agent, workers)
+        synthesize_sandbox_task.submit(str(m.folder), str(lake.root), run_id, count, seed, agent, workers, from_failures, policy)
         for m in manifests
     ]
     summaries = [synthesis.SandboxSummary(**_from_json(f.result())) for f in futures]
+    for s in summaries:
+        get_run_logger().info("%s: %d candidates, %d new, %d verified%s", s.sandbox, s.candidates,
+                              s.candidates - s.already_known, s.verified, f"; error: {s.error}" if s.error else "")
     lake.refresh_catalog()
     markdown = synthesis.render_summary(summaries, [str(p) for p in problems])
     create_markdown_artifact(markdown, key="synthesize-tasks-summary", description="verified / rejected per sandbox")
