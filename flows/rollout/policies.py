@@ -166,10 +166,12 @@ class SimulatedLearnerPolicy(ScriptedNoisyPolicy):
 
     name = "simulated-learner"
     decay = 0.5
+    # an untrained learner errs more than scripted-noisy's defaults, so there is room to improve
+    UNTRAINED = NoiseRates(loop=0.3, bad_args=0.3, premature=0.25, unconfirmed=0.6, overcautious=0.1)
 
     def __init__(self, rates: NoiseRates | None = None, sensitive_kind: Callable[[str], str | None] | None = None,
                  exposure: dict[tuple[str, str], int] | None = None) -> None:
-        super().__init__(rates, sensitive_kind)
+        super().__init__(rates or self.UNTRAINED, sensitive_kind)
         self.base = self.rates
         self.exposure = exposure or {}
 
@@ -205,5 +207,5 @@ def get_policy(name: str, noise: str | None = None, sensitive_kind: Callable[[st
     if name == "scripted-noisy":
         return ScriptedNoisyPolicy(NoiseRates.parse(noise), sensitive_kind)
     if name == "simulated-learner":
-        return SimulatedLearnerPolicy(NoiseRates.parse(noise), sensitive_kind, exposure)
+        return SimulatedLearnerPolicy(NoiseRates.parse(noise) if noise else None, sensitive_kind, exposure)
     raise ValueError(f"unknown policy {name!r}; available: {', '.join(POLICIES)}")

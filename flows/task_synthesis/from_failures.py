@@ -265,9 +265,12 @@ def _sentence(text: str) -> str:
     return text + ("?" if re.match(r"(could|can|would|will) you\b", text, re.IGNORECASE) else ".")
 
 
+_POLITE = re.compile(r"^(?:i need you to|could you|can you|would you|please|go ahead and)\s+", re.IGNORECASE)
+
+
 def _join(parts: list[str]) -> str:
     head = parts[0].strip().rstrip(".?! ")
-    tail = parts[1].strip()
+    tail = _POLITE.sub("", parts[1].strip()).rstrip(".?! ")
     return _sentence(f"{head}, and then {tail[:1].lower() + tail[1:]}")
 
 

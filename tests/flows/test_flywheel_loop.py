@@ -219,9 +219,10 @@ def test_the_simulated_learner_makes_fewer_faults_in_families_it_was_exported(la
     assert isinstance(policy, SimulatedLearnerPolicy) and policy.name == "simulated-learner"
     specs = {t.family: t for t in (TaskSpec.from_row(r) for r in lake.query("SELECT * FROM tasks"))}
     policy.start(specs["create"], 0)
-    assert policy.rates.loop == pytest.approx(NoiseRates().loop / 4)
+    assert policy.rates.loop == pytest.approx(SimulatedLearnerPolicy.UNTRAINED.loop / 4)
     policy.start(specs["delete"], 0)
-    assert policy.rates == NoiseRates()
+    assert policy.rates == SimulatedLearnerPolicy.UNTRAINED
+    assert get_policy(POLICY, "loop=0.1", None, exposure).base == NoiseRates(loop=0.1)
 
 
 def test_global_options_are_accepted_anywhere():
