@@ -33,7 +33,6 @@ from pathlib import Path
 
 import polars as pl
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -295,23 +294,19 @@ def synthetic_lake(root: Path, n_steps: int) -> tuple[int, int]:
         verdict=pl.when(labels["failed"]).then(pl.lit("failed")).otherwise(pl.lit("pass")),
     )
     for name, frame in (("trajectories", trajectories), ("verdicts", verdicts)):
-        (root / "tables" / name).mkdir(parents=True, exist_ok=True)
-        pq.write_table(_cast(frame, name), root / "tables" / name / "bench-0.parquet", compression="zstd")
+        Lake(root).write_arrow(name, _cast(frame, name), "bench", 0)
     return steps.height, trajectories.height
 
 
 def _write_steps(root: Path, steps: pl.DataFrame) -> None:
-    """One file per write batch of at most FILE_STEPS steps, cut at trajectory starts, as rollouts write."""
-    folder = root / "tables" / "steps"
-    folder.mkdir(parents=True, exist_ok=True)
+    """One commit per write batch of at most FILE_STEPS steps, cut at trajectory starts, as rollouts write."""
+    lake = Lake(root)
     starts = steps.with_row_index("r").filter(pl.col("step_index") == 0)["r"].to_list() + [steps.height]
     a, i = 0, 0
     while a < steps.height:
         b = starts[bisect.bisect_right(starts, a + FILE_STEPS) - 1]
         b = b if b > a else steps.height
-        pq.write_table(
-            _cast(steps.slice(a, b - a), "steps"), folder / f"bench-{i:04d}.parquet", compression="zstd"
-        )
+        lake.write_arrow("steps", _cast(steps.slice(a, b - a), "steps"), "bench", i)
         a, i = b, i + 1
 
 
@@ -319,12 +314,12 @@ def duckdb_scan_seconds(lake: Lake, repeats: int = 3) -> float:
     """A plain DuckDB scan of the steps columns the miner reads, materialised as Arrow (best of `repeats`)."""
     import duckdb
 
-    glob = (lake.tables_dir / "steps" / "*.parquet").as_posix()
+    files = [f.as_posix() for f in lake.files("steps")]
     best = float("inf")
     for _ in range(repeats):
         con = duckdb.connect()
         t0 = time.perf_counter()
-        con.sql(f"SELECT {', '.join(STEP_COLUMNS)} FROM read_parquet('{glob}')").to_arrow_table()
+        con.sql(f"SELECT {', '.join(STEP_COLUMNS)} FROM read_parquet($files)", params={"files": files}).to_arrow_table()
         best = min(best, time.perf_counter() - t0)
         con.close()
     return best

@@ -10,7 +10,6 @@ import sys
 from pathlib import Path
 
 QUIET_PREFECT = {
-    "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "90",
     "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
     "DO_NOT_TRACK": "1",
     "PREFECT_SERVER_UI_ENABLED": "false",
@@ -27,10 +26,72 @@ POLICY_HELP = ("replay: the reference solution; scripted-noisy: a SIMULATOR of a
 POLICY_CHOICES = ["replay", "scripted-noisy", "simulated-learner", "llm"]
 
 
-def _prefect_env() -> None:
+def _number(kind: type, smallest: float, what: str):
+    """An argparse type: a `kind` of at least `smallest`, else one message naming the value and the bound."""
+
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number; give {what}") from None
+        if value < smallest or value != value:  # NaN compares false
+            raise argparse.ArgumentTypeError(f"{text} is too small; give {what}")
+        return value
+
+    parse.__name__ = what  # argparse names the type in its own messages
+    return parse
+
+
+positive_int = _number(int, 1, "a whole number of 1 or more")
+non_negative_int = _number(int, 0, "a whole number of 0 or more")
+positive_float = _number(float, 1e-9, "a number above 0")
+
+
+def port_number(text: str) -> int:
+    value = _number(int, 1, "a port from 1 to 65535")(text)
+    if value > 65535:
+        raise argparse.ArgumentTypeError(f"{text} is too large; give a port from 1 to 65535")
+    return value
+
+
+def _prefect_env() -> str:
+    """Settings for Prefect before it is imported; says which server the run will use."""
+    from flywheel.prefect_server import use_running_server
+
     for k, v in QUIET_PREFECT.items():
         os.environ.setdefault(k, v)
     os.environ.setdefault("PREFECT_HOME", str(Path(".prefect").resolve()))
+    api_url = use_running_server()
+    if api_url:
+        return f"Prefect server {api_url}"
+    return (f"an ephemeral Prefect server (~10 s, minutes on a loaded machine; `{_me()} server start` "
+            "keeps one running for every run)")
+
+
+def _cheap_checks(args: argparse.Namespace) -> list[str]:
+    """What is wrong with the command line, found before Prefect is imported or started (a few ms)."""
+    problems = []
+    for flag in ("count", "episodes", "workers", "steps", "areas"):
+        if getattr(args, flag, 1) is not None and getattr(args, flag, 1) < 1:
+            problems.append(f"--{flag} must be at least 1, got {getattr(args, flag)}")
+    if getattr(args, "minutes", 1.0) <= 0:
+        problems.append(f"--minutes must be positive, got {args.minutes}")
+    if getattr(args, "since", None):
+        import datetime as dt
+
+        try:
+            dt.datetime.fromisoformat(args.since)
+        except ValueError:
+            problems.append(f"--since {args.since!r} is not an ISO 8601 time (e.g. 2026-12-01 or 2026-12-01T08:00:00+00:00)")
+    problems += [_unknown_sandbox(name) for name in getattr(args, "sandboxes", None) or [] if not _sandbox_exists(name)]
+    if getattr(args, "noise", None):
+        from flows.rollout.policies import NoiseRates
+
+        try:
+            NoiseRates.parse(args.noise)
+        except ValueError as exc:
+            problems.append(f"--noise: {exc}")
+    return problems
 
 
 def hoist_global_options(argv: list[str]) -> list[str]:
@@ -75,11 +136,11 @@ def main(argv: list[str] | None = None) -> int:
         "live sandbox. Verified and rejected pairs (with a reason code) land in the lake's `tasks` table.",
     )
     syn.add_argument("--sandbox", action="append", dest="sandboxes", metavar="NAME", help="a sandbox name or folder (repeatable; default: all shipped)")
-    syn.add_argument("--count", type=int, default=40, help="candidates per sandbox (default 40)")
-    syn.add_argument("--seed", type=int, default=0, help="seed for parameter draws (default 0)")
+    syn.add_argument("--count", type=positive_int, default=40, help="candidates per sandbox (default 40)")
+    syn.add_argument("--seed", type=non_negative_int, default=0, help="seed for parameter draws (default 0)")
     syn.add_argument("--agent", default="static", choices=["static", "llm"], help="coding agent (default: static, offline; "
                      "llm: any litellm model reads the source through tools, set FLYWHEEL_MODEL and FLYWHEEL_API_BASE)")
-    syn.add_argument("--workers", type=int, default=1, help="app replicas validating in parallel per sandbox, sharing one Chromium (default 1; more helps on machines with more than 2 cores)")
+    syn.add_argument("--workers", type=positive_int, default=1, help="app replicas validating in parallel per sandbox, sharing one Chromium (default 1; more helps on machines with more than 2 cores)")
     syn.add_argument("--from-failures", action="store_true",
                      help="targeted synthesis: turn mined failure_seeds into new candidates (a variant of a failed task with other "
                      "parameters; the first sub-goal of a multi-step task in the monitoring pool; a longer chain for a mastered "
@@ -95,14 +156,14 @@ def main(argv: list[str] | None = None) -> int:
     ro.add_argument("--policy", required=True, choices=POLICY_CHOICES, help=POLICY_HELP)
     ro.add_argument("--sandbox", action="append", dest="sandboxes", metavar="NAME")
     ro.add_argument("--tasks", nargs="+", metavar="TASK_ID", help="only these tasks")
-    ro.add_argument("--episodes", type=int, default=1, help="episodes per task (default 1)")
-    ro.add_argument("--workers", type=int, default=1)
+    ro.add_argument("--episodes", type=positive_int, default=1, help="episodes per task (default 1)")
+    ro.add_argument("--workers", type=positive_int, default=1)
     ro.add_argument("--noise", help="scripted-noisy fault rates, e.g. loop=0.2,bad_args=0.1,premature=0.1")
     ro.add_argument("--all", dest="all_tasks", action="store_true",
                     help="every verified task; by default the curriculum's pools choose: active (and new) tasks first, monitoring "
                     "ones re-checked every --recheck-every rollouts, mastered ones retired")
-    ro.add_argument("--budget", type=int, help="at most N tasks per sandbox (default: every task the pools choose)")
-    ro.add_argument("--recheck-every", type=int, default=2, help="re-check a monitoring task every N rollouts of the policy (default 2)")
+    ro.add_argument("--budget", type=positive_int, help="at most N tasks per sandbox (default: every task the pools choose)")
+    ro.add_argument("--recheck-every", type=positive_int, default=2, help="re-check a monitoring task every N rollouts of the policy (default 2)")
     ro.add_argument("--profile", choices=["phone"], help="run web sandboxes under a device profile (phone: 390x844, touch, "
                     "mobile user agent); the policy acts through tap, swipe, type and system buttons")
     run.add_parser("judge", help="give every new trajectory a verdict (pass | failed | env_error), votes kept")
@@ -123,11 +184,11 @@ def main(argv: list[str] | None = None) -> int:
         "synthesize-tasks does. Prints coverage before and after; the transition graph lands in `transitions`.",
     )
     exp.add_argument("--sandbox", action="append", dest="sandboxes", metavar="NAME", help="a sandbox name or folder (repeatable; default: all shipped)")
-    exp.add_argument("--areas", type=int, default=8, help="thinnest areas to target per sandbox (default 8)")
-    exp.add_argument("--steps", type=int, default=200, help="explorer steps per sandbox (default 200)")
-    exp.add_argument("--minutes", type=float, default=2.0, help="exploring time per sandbox (default 2)")
-    exp.add_argument("--seed", type=int, default=0)
-    exp.add_argument("--workers", type=int, default=1, help="app replicas validating candidates in parallel")
+    exp.add_argument("--areas", type=positive_int, default=8, help="thinnest areas to target per sandbox (default 8)")
+    exp.add_argument("--steps", type=positive_int, default=200, help="explorer steps per sandbox (default 200)")
+    exp.add_argument("--minutes", type=positive_float, default=2.0, help="exploring time per sandbox (default 2)")
+    exp.add_argument("--seed", type=non_negative_int, default=0)
+    exp.add_argument("--workers", type=positive_int, default=1, help="app replicas validating candidates in parallel")
     exp.add_argument("--sensitive", choices=["skip", "confirm"], default="skip",
                      help="controls the manifest declares sensitive: skip them (default) or press them after a call_user confirmation")
     cyc = run.add_parser(
@@ -140,12 +201,12 @@ def main(argv: list[str] | None = None) -> int:
         "for training on each export) the loop shows its effect offline.")
     cyc.add_argument("--policy", default="scripted-noisy", choices=POLICY_CHOICES, help=POLICY_HELP)
     cyc.add_argument("--sandbox", action="append", dest="sandboxes", metavar="NAME")
-    cyc.add_argument("--count", type=int, default=40, help="synthesis candidates per sandbox (default 40)")
-    cyc.add_argument("--episodes", type=int, default=1, help="episodes per task (default 1)")
-    cyc.add_argument("--iterations", type=int, default=1, help="turns of the flywheel (default 1)")
-    cyc.add_argument("--budget", type=int, help="at most N rollout tasks per sandbox per iteration")
-    cyc.add_argument("--targeted", type=int, default=8, help="tasks from failure seeds per sandbox per iteration (default 8)")
-    cyc.add_argument("--explore-minutes", type=float, default=0.5, help="exploring time per sandbox per iteration (default 0.5)")
+    cyc.add_argument("--count", type=positive_int, default=40, help="synthesis candidates per sandbox (default 40)")
+    cyc.add_argument("--episodes", type=positive_int, default=1, help="episodes per task (default 1)")
+    cyc.add_argument("--iterations", type=positive_int, default=1, help="turns of the flywheel (default 1)")
+    cyc.add_argument("--budget", type=positive_int, help="at most N rollout tasks per sandbox per iteration")
+    cyc.add_argument("--targeted", type=non_negative_int, default=8, help="tasks from failure seeds per sandbox per iteration (default 8)")
+    cyc.add_argument("--explore-minutes", type=positive_float, default=0.5, help="exploring time per sandbox per iteration (default 0.5)")
     ex = run.add_parser(
         "export-sft",
         help="curated, quality-gated, versioned Parquet training data: exports/<name>/<version>/",
@@ -170,10 +231,10 @@ def main(argv: list[str] | None = None) -> int:
     ex.add_argument("--images", default="embed", choices=["embed", "ref"], help="embed image bytes (default) or reference lake blobs")
     ex.add_argument("--protocol", default="qwen-xml", choices=["qwen-xml", "openai"],
                     help="assistant actions as Qwen computer_use <tool_call> XML (default) or OpenAI tool_calls")
-    ex.add_argument("--max-per-sandbox", type=int, help="balance: at most N trajectories per sandbox")
-    ex.add_argument("--max-per-family", type=int, help="balance: at most N trajectories per task family")
-    ex.add_argument("--max-per-difficulty", type=int, help="balance: at most N trajectories per difficulty")
-    ex.add_argument("--shard-mb", type=int, default=256, help="shard size cap in MB (default 256)")
+    ex.add_argument("--max-per-sandbox", type=positive_int, help="balance: at most N trajectories per sandbox")
+    ex.add_argument("--max-per-family", type=positive_int, help="balance: at most N trajectories per task family")
+    ex.add_argument("--max-per-difficulty", type=positive_int, help="balance: at most N trajectories per difficulty")
+    ex.add_argument("--shard-mb", type=positive_int, default=256, help="shard size cap in MB (default 256)")
     ex.add_argument("--out", help="export root (default: $FLYWHEEL_EXPORTS, else exports/ beside the lake)")
 
     traj = sub.add_parser("trajectories", help="bring trajectories into the lake").add_subparsers(dest="traj_cmd", required=True)
@@ -201,30 +262,41 @@ def main(argv: list[str] | None = None) -> int:
     doc.add_argument("--no-llm-call", action="store_true", help="do not send the one cheap test request to the model")
 
     srv = sub.add_parser("serve", help="serve every deployment in prefect.yaml (starts a local Prefect server if none is set)")
-    srv.add_argument("--port", type=int, default=4299, help="port of the local Prefect server (default 4299)")
-    srv.add_argument("--limit", type=int, default=2, help="flow runs at once (default 2)")
+    srv.add_argument("--port", type=port_number, default=4299, help="port of the local Prefect server (default 4299)")
+    srv.add_argument("--limit", type=positive_int, default=2, help="flow runs at once (default 2)")
     srv.add_argument("--prefect-yaml", type=Path, default=Path(__file__).resolve().parents[1] / "prefect.yaml")
+
+    server = sub.add_parser("server", help="a long-lived local Prefect server that every flywheel run reuses (no start-up wait)")
+    server_cmd = server.add_subparsers(dest="server_cmd", required=True)
+    server_start = server_cmd.add_parser("start", help="start it in the background on 127.0.0.1 (state, log and pidfile in $PREFECT_HOME, default ./.prefect)")
+    server_start.add_argument("--port", type=port_number, default=4299, help="port (default 4299)")
+    server_start.add_argument("--timeout", type=positive_float, default=300.0, help="seconds to wait for it to answer (default 300)")
+    server_cmd.add_parser("stop", help="stop it")
+    server_cmd.add_parser("status", help="is it running, and where")
 
     rev = sub.add_parser("review", help="the human spot-review queue").add_subparsers(dest="review_cmd", required=True)
     rs = rev.add_parser("serve", help="a web app on 127.0.0.1 for reviewing sampled pairs and trajectories, opened with a printed token")
-    rs.add_argument("--port", type=int, default=8765)
+    rs.add_argument("--port", type=port_number, default=8765)
     rs.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1: only this machine)")
     rs.add_argument("--reviewer", default=os.environ.get("USER") or "reviewer", help="your name on every decision (default $USER)")
-    rs.add_argument("--sample", type=int, default=30, help="items drawn, stratified by sandbox and family (default 30), "
+    rs.add_argument("--sample", type=positive_int, default=30, help="items drawn, stratified by sandbox and family (default 30), "
                     "plus every low-agreement judge case")
-    rs.add_argument("--seed", type=int, default=0)
+    rs.add_argument("--seed", type=non_negative_int, default=0)
     rev.add_parser("stats", help="AutoJudge-vs-human agreement and the verifiers reviewers flagged")
 
     lake_p = sub.add_parser("lake", help="query and maintain the lake").add_subparsers(dest="lake_cmd", required=True)
     sql = lake_p.add_parser("sql", help="run SQL against the catalog's views (read-only)")
     sql.add_argument("query")
     sql.add_argument("--format", choices=["table", "csv", "json"], default="table")
-    lake_p.add_parser("refresh", help="rebuild catalog.duckdb from the Parquet files")
+    lake_p.add_parser("refresh", help="rebuild catalog.duckdb from each Delta table's current files")
+    lake_p.add_parser("compact", help="merge each table's small files into few (also runs every "
+                      "$FLYWHEEL_LAKE_COMPACT_EVERY commits, default 50); older snapshots stay readable")
+    lake_p.add_parser("migrate", help="turn a lake of the old file-per-batch layout into Delta tables (once; no flow may write meanwhile)")
 
     tasks = sub.add_parser("tasks", help="inspect and re-validate tasks").add_subparsers(dest="tasks_cmd", required=True)
     val = tasks.add_parser("validate", help="re-run the validation gate on one stored task; prints a JSON verdict")
     val.add_argument("task_id")
-    val.add_argument("--truncate", type=int, default=0, help="drop the last K reference actions and expect the verifier to pass anyway (a verified task then fails)")
+    val.add_argument("--truncate", type=non_negative_int, default=0, help="drop the last K reference actions and expect the verifier to pass anyway (a verified task then fails)")
 
     sb = sub.add_parser("sandbox", help="work with sandboxes").add_subparsers(dest="sandbox_cmd", required=True)
     sb.add_parser("list", help="list the shipped sandboxes")
@@ -235,6 +307,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.lake:
         os.environ["FLYWHEEL_LAKE"] = args.lake
     if args.command == "run":
+        problems = _cheap_checks(args)
+        for p in problems:
+            print(f"error: {p}", file=sys.stderr)
+        if problems:
+            return 2
         return _run_synthesize(args) if args.flow == "synthesize-tasks" else _run_other(args)
     if args.command == "curriculum":
         return _curriculum(args)
@@ -248,6 +325,8 @@ def main(argv: list[str] | None = None) -> int:
         return _eval_mining(args)
     if args.command == "serve":
         return _serve(args)
+    if args.command == "server":
+        return _server(args)
     if args.command == "review":
         return _review(args)
     if args.command == "lake":
@@ -257,6 +336,34 @@ def main(argv: list[str] | None = None) -> int:
     return _sandbox(args)
 
 
+SHIPPED_SANDBOXES = Path(__file__).resolve().parents[1] / "sandboxes"
+
+
+def _shipped_sandbox_names() -> list[str]:
+    """Names from the shipped sandbox.toml files, read with tomllib (the manifest model costs ~1 s to import)."""
+    import tomllib
+
+    names = []
+    for toml in sorted(SHIPPED_SANDBOXES.glob("*/sandbox.toml")):
+        try:
+            names.append(tomllib.loads(toml.read_text()).get("sandbox", {}).get("name") or toml.parent.name)
+        except (OSError, tomllib.TOMLDecodeError):
+            names.append(toml.parent.name)  # the flow reports what is wrong with it
+    return names
+
+
+def _sandbox_exists(name: str) -> bool:
+    return name in _shipped_sandbox_names() or Path(name).exists()
+
+
+def _unknown_sandbox(name: str) -> str:
+    import difflib
+
+    known = _shipped_sandbox_names()
+    close = difflib.get_close_matches(name, known, n=3)
+    return f"no sandbox named {name!r}; " + (f"did you mean {', '.join(close)}?" if close else f"known: {', '.join(sorted(known))}")
+
+
 def _run_synthesize(args: argparse.Namespace) -> int:
     from flywheel.llm import configured
 
@@ -264,7 +371,7 @@ def _run_synthesize(args: argparse.Namespace) -> int:
         print("error: --agent llm needs a model: set FLYWHEEL_MODEL (e.g. openai/NAME) and FLYWHEEL_API_BASE for a "
               "vLLM/Ollama server, or FLYWHEEL_API_KEY for a hosted API", file=sys.stderr)
         return 2
-    _prefect_env()
+    server = _prefect_env()
     from rich.console import Console
     from rich.markdown import Markdown
 
@@ -272,7 +379,7 @@ def _run_synthesize(args: argparse.Namespace) -> int:
     from lake import Lake
 
     console = Console(width=None if sys.stdout.isatty() else 140)
-    console.print("[bold]synthesize-tasks[/]: starting Prefect (an ephemeral server on first use takes ~10 s)…")
+    console.print(f"[bold]synthesize-tasks[/]: on {server}…")
     with _progress(console) as progress:
         synth_flow.progress = progress
         result = synth_flow.synthesize_tasks(sandboxes=args.sandboxes, count=args.count, seed=args.seed, agent=args.agent, lake_root=str(Lake().root), workers=args.workers,
@@ -310,7 +417,7 @@ def _me() -> str:
 
 
 def _run_other(args: argparse.Namespace) -> int:
-    _prefect_env()
+    server = _prefect_env()
     from rich.console import Console
     from rich.markdown import Markdown
 
@@ -318,7 +425,7 @@ def _run_other(args: argparse.Namespace) -> int:
 
     console = Console(width=None if sys.stdout.isatty() else 140)
     root = str(Lake().root)
-    console.print(f"[bold]{args.flow}[/]: starting Prefect…")
+    console.print(f"[bold]{args.flow}[/]: on {server}…")
     if args.flow == "rollout":
         from flows.rollout import flow as rollout_flow
 
@@ -425,6 +532,34 @@ def _serve(args: argparse.Namespace) -> int:
         return 2
 
 
+def _server(args: argparse.Namespace) -> int:
+    from flywheel import prefect_server
+
+    os.environ.setdefault("PREFECT_HOME", str(Path(".prefect").resolve()))
+    home = prefect_server.prefect_home()
+    if args.server_cmd == "start":
+        print(f"starting a Prefect server on 127.0.0.1:{args.port} (state in {home}; first start ~15 s)…", flush=True)
+        try:
+            state, new = prefect_server.start(args.port, home, args.timeout)
+        except RuntimeError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        print(f"{'started' if new else 'already running'}: {state.api_url} (pid {state.pid}); flywheel runs with "
+              f"PREFECT_HOME={home} use it; `{_me()} server stop` ends it")
+        return 0
+    if args.server_cmd == "stop":
+        state = prefect_server.stop(home)
+        print(f"stopped the server at {state.api_url} (pid {state.pid})" if state else f"no server of ours runs (PREFECT_HOME={home})")
+        return 0
+    state = prefect_server.read_state(home)
+    if state is None:
+        print(f"not running (PREFECT_HOME={home}); flywheel runs start an ephemeral server. Start one with `{_me()} server start`")
+        return 1
+    answers = prefect_server.api_answers(state.api_url, timeout_s=5.0)
+    print(f"{'running' if answers else 'started but not answering yet'}: {state.api_url} (pid {state.pid}, log {home / 'server.log'})")
+    return 0 if answers else 1
+
+
 def _review(args: argparse.Namespace) -> int:
     from lake import Lake
 
@@ -495,23 +630,54 @@ def _lake(args: argparse.Namespace) -> int:
     import duckdb
 
     from lake import Lake
+    from lake.store import LegacyLakeError
 
     lake = Lake()
-    if args.lake_cmd == "refresh" or not lake.catalog_path.exists():
+    try:
+        return _lake_command(args, lake, duckdb)
+    except LegacyLakeError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+def _lake_command(args: argparse.Namespace, lake, duckdb) -> int:
+    if args.lake_cmd == "migrate":
+        from lake.migrate import migrate
+
+        done = migrate(lake)
+        for table, rows in done.items():
+            print(f"{table:20} {rows:8d} rows -> Delta table {lake.tables_dir / table}")
+        print(f"migrated {len(done)} tables; the old files are in {lake.root / 'legacy'} (delete them when satisfied)"
+              if done else f"nothing to migrate in {lake.root}")
+        lake.refresh_catalog()
+        return 0
+    if args.lake_cmd == "compact":
+        removed = lake.compact()
+        print("\n".join(f"{t:20} {n:6d} small files merged" for t, n in removed.items()) or "nothing to compact")
+        lake.refresh_catalog()
+        return 0
+    if args.lake_cmd == "refresh" or (not lake.remote and not lake.catalog_path.exists()):
         lake.refresh_catalog()
         if args.lake_cmd == "refresh":
             print(f"catalog rebuilt: {lake.catalog_path}")
             return 0
-    con = duckdb.connect(str(lake.catalog_path), read_only=True)
+    from lake.analyst import AnalystSQLRefused, run_analyst_sql
+
     try:
-        cur = con.execute(args.query)
-    except duckdb.Error as exc:
-        print(f"error: {str(exc).splitlines()[0]}\nviews: {', '.join(_views(con))}", file=sys.stderr)
+        cols, rows = run_analyst_sql(lake, args.query)
+    except AnalystSQLRefused as exc:
+        print(f"error: {exc}", file=sys.stderr)
         return 2
-    if cur.description is None:
+    except duckdb.Error as exc:
+        con = lake.connect() if lake.remote else duckdb.connect(str(lake.catalog_path), read_only=True)
+        try:
+            views = ", ".join(_views(con))
+        finally:
+            con.close()
+        print(f"error: {str(exc).splitlines()[0]}\nviews: {views}", file=sys.stderr)
+        return 2
+    if not cols:
         return 0
-    cols = [d[0] for d in cur.description]
-    rows = cur.fetchall()
     if args.format == "json":
         print(json.dumps([dict(zip(cols, r)) for r in rows], default=str, indent=1))
     elif args.format == "csv":
@@ -585,7 +751,9 @@ def _sandbox(args: argparse.Namespace) -> int:
                 driver.close()
             return 0
         with AppProcess(chosen[0]) as app:
-            print(f"{app.manifest.name} is up at {app.base_url}/  (state: {app.state_path}); Ctrl-C stops it")
+            st = app.manifest.state
+            where = app.state_path or (f"{st.kind}, read in the page" if st.in_page else f"{st.kind} under {app.workdir}")
+            print(f"{app.manifest.name} is up at {app.base_url}{app.manifest.start.home_path}  (state: {where}); Ctrl-C stops it")
             app.proc.wait()
     except SandboxError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -1,5 +1,5 @@
-"""`flywheel serve`: every deployment in prefect.yaml, served from one process, with a local Prefect
-server started when none is configured.
+"""`flywheel serve`: every deployment in prefect.yaml, served from one process, against the local Prefect
+server (flywheel/prefect_server.py) when no other is configured.
 
 `prefect.serve` needs no work pool, worker or pull step: this process polls the API and runs each
 flow run in a subprocess from the repo folder, which works offline on one machine. prefect.yaml
@@ -11,19 +11,17 @@ from __future__ import annotations
 
 import inspect
 import os
-import subprocess
 import sys
-import time
-import urllib.error
-import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from flywheel import prefect_server
+from flywheel.prefect_server import DEFAULT_PORT
+
 REPO = Path(__file__).resolve().parents[1]
-DEFAULT_PORT = 4299
 
 
 @dataclass
@@ -80,81 +78,25 @@ def missing_parameters(spec: DeploymentSpec, flow) -> list[str]:
     return sorted(set(required) - set(spec.parameters))
 
 
-def start_local_server(port: int, home: Path) -> subprocess.Popen:
-    """A dedicated Prefect server on 127.0.0.1 (its own SQLite file): schedules and `deployment run` need one
-    that outlives a single flow run, which an ephemeral in-process server does not."""
-    home.mkdir(parents=True, exist_ok=True)
-    env = os.environ | {
-        "PREFECT_HOME": str(home),
-        "PREFECT_API_DATABASE_CONNECTION_URL": f"sqlite+aiosqlite:///{home / 'serve.db'}",
-        "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
-        "PREFECT_SERVER_UI_ENABLED": "false",
-        "DO_NOT_TRACK": "1",
-    }
-    env.pop("PREFECT_API_URL", None)
-    log = open(home / "server.log", "ab")  # noqa: SIM115  (the server process owns it until it exits)
-    return subprocess.Popen(
-        [sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1", "--port", str(port),
-         "--analytics-off", "--no-ui"],
-        env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-    )
-
-
-def _answers(api_url: str) -> bool:
-    try:
-        with urllib.request.urlopen(f"{api_url}/health", timeout=5) as resp:
-            return resp.status == 200
-    except (urllib.error.URLError, OSError):
-        return False
-
-
-def wait_healthy(api_url: str, proc: subprocess.Popen | None, timeout_s: float) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if proc is not None and proc.poll() is not None:
-            raise RuntimeError(f"the Prefect server exited with code {proc.returncode}; see server.log in $PREFECT_HOME "
-                               "(default ./.prefect)")
-        if _answers(api_url):
-            return
-        time.sleep(0.5)
-    raise RuntimeError(f"no Prefect API answered at {api_url} within {timeout_s:.0f} s; is the port taken? "
-                       "set PREFECT_API_URL to a running server, or pick another --port")
-
-
-def stop(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
-
-def serve(prefect_yaml: Path, port: int = DEFAULT_PORT, limit: int = 2, server_timeout_s: float = 120.0) -> int:
-    """Start a server if needed, then serve every deployment whose entrypoint imports, until Ctrl-C."""
+def serve(prefect_yaml: Path, port: int = DEFAULT_PORT, limit: int = 2, server_timeout_s: float = 300.0) -> int:
+    """Serve every deployment whose entrypoint imports, until Ctrl-C, against PREFECT_API_URL or else a local
+    server (the one `flywheel server start` left running, or one started here and stopped on exit)."""
     specs = load_specs(prefect_yaml)
     root = prefect_yaml.resolve().parent
-    server = None
+    home, started = prefect_server.prefect_home(), False
     api_url = os.environ.get("PREFECT_API_URL")
     if not api_url:
-        api_url = f"http://127.0.0.1:{port}/api"
-        if _answers(api_url):
-            raise RuntimeError(f"a Prefect server already answers at {api_url}: to serve against it, "
-                               f"export PREFECT_API_URL={api_url}; for a server of our own, pick another --port")
-        home = Path(os.environ.get("PREFECT_HOME") or root / ".prefect")
-        print(f"starting a local Prefect server at {api_url} (state in {home}; first start ~15 s)…", flush=True)
-        server = start_local_server(port, home)
-        os.environ["PREFECT_API_URL"] = api_url  # before prefect is imported: its settings are read then
+        print(f"starting a local Prefect server on 127.0.0.1:{port} (state in {home}; first start ~15 s)…", flush=True)
+        state, started = prefect_server.start(port, home, server_timeout_s)
+        api_url = os.environ["PREFECT_API_URL"] = state.api_url  # before prefect is imported: its settings are read then
     try:
-        wait_healthy(api_url, server, server_timeout_s)
         os.chdir(root)  # flow runs start in this folder, where the entrypoints' paths are relative to
         return _serve_specs(specs, root, api_url, limit)
     except KeyboardInterrupt:
         return 0
     finally:
-        if server is not None:
-            stop(server)
+        if started:
+            prefect_server.stop(home)
 
 
 def build_deployments(specs: list[DeploymentSpec], root: Path = REPO) -> tuple[list, list[str], list[str]]:

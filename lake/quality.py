@@ -33,6 +33,8 @@ IMAGE_SAMPLE = 32
 REWARD_RANGES = {"ct": (0.0, 1.0), "qt": (0.0, 1.0), "st": (-1.0, 0.0), "lt": (-1.0, 0.0)}
 KEYS = ("id", "trajectory_id", "task_id", "sandbox", "verdict")
 TEXT_FIELDS = {"action-rl": ("instruction", "url", "action", "actions_json", "error")}
+# A run's local port in data teaches a model infrastructure: sandboxes are named by canonical origins.
+LOCAL_PORT = r"(?:127\.0\.0\.1|localhost):\d+"
 
 
 def gate_export(folder: Path, manifest: dict[str, Any], pii_patterns: dict[str, str],
@@ -273,6 +275,8 @@ def _text_suite(gx, fmt: str, pii_patterns: dict[str, str]):
     e = gx.expectations
     exp = [e.ExpectColumnValuesToNotMatchRegexList(column="text", regex_list=[p], description=f"no {kind} left")
            for kind, p in pii_patterns.items()]
+    exp.append(e.ExpectColumnValuesToNotMatchRegexList(
+        column="text", regex_list=[LOCAL_PORT], description="no local port (127.0.0.1:<port>, localhost:<port>)"))
     if fmt == "messages":
         exp += [
             e.ExpectColumnValuesToBeInSet(column="role", value_set=["system", "user", "assistant"],

@@ -1,4 +1,15 @@
-"""Atomic, idempotent Parquet writes and the DuckDB catalog of views over them."""
+"""The lake: one Delta table per lake table (atomic commits from many writers, snapshots, compaction),
+content-addressed blobs, and the DuckDB catalog of views over each table's current files.
+
+A write is one Delta commit that replaces the rows of its (run, batch) — a predicate overwrite on the
+hidden `_batch_key` column — so a retried batch replaces its own rows and never duplicates them, and
+concurrent writers (threads, processes, machines) each commit without losing the others' rows (delta-rs
+retries a conflicting commit; we retry the few it gives up on). The Delta log stores paths relative to
+the table, so a lake folder can move; the catalog is rebuilt from the log (`refresh_catalog`).
+
+The root is a folder, or `s3://bucket/prefix` (storage options from the usual AWS_* variables; delta-rs
+1.x commits there with conditional puts, so no lock table is needed).
+"""
 
 from __future__ import annotations
 
@@ -8,6 +19,8 @@ import json
 import os
 import re
 import tempfile
+import threading
+import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -15,10 +28,21 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
+from deltalake import DeltaTable, write_deltalake
+from deltalake.exceptions import CommitFailedError, TableNotFoundError
 
-from lake.schemas import DUCKDB_TYPES, LATEST_BY_KEY, TABLES, schema_for
+from lake.conform import conform_table
+from lake.schemas import LATEST_BY_KEY, TABLES, duckdb_type, json_columns, schema_for
 
 _SAFE = re.compile(r"[^A-Za-z0-9_.=-]+")
+BATCH_KEY = "_batch_key"  # hidden column: the (run, batch) a row was written by
+COMPACT_EVERY = int(os.environ.get("FLYWHEEL_LAKE_COMPACT_EVERY", "50"))  # commits between automatic compactions
+_COMMIT_ATTEMPTS = 20
+CATALOG_STORAGE_VERSION = "v1.5.0"
+
+
+class LegacyLakeError(RuntimeError):
+    """The lake still has the file-per-batch layout of flywheel before Delta tables."""
 
 
 def utcnow() -> dt.datetime:
@@ -29,19 +53,53 @@ def default_root() -> Path:
     return Path(os.environ.get("FLYWHEEL_LAKE", "lake")).resolve()
 
 
+def is_remote(root: str | Path) -> bool:
+    return "://" in str(root)
+
+
+def storage_options(uri: str) -> dict[str, str]:
+    """delta-rs storage options for an object-store URI, from AWS_* variables (and FLYWHEEL_LAKE_STORAGE_OPTIONS
+    as JSON for anything else)."""
+    opts = {k: os.environ[k] for k in ("AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",
+                                       "AWS_SESSION_TOKEN", "AWS_REGION", "AWS_ALLOW_HTTP") if os.environ.get(k)}
+    if "AWS_REGION" not in opts and os.environ.get("AWS_DEFAULT_REGION"):
+        opts["AWS_REGION"] = os.environ["AWS_DEFAULT_REGION"]
+    if opts.get("AWS_ENDPOINT_URL", "").startswith("http://"):
+        opts.setdefault("AWS_ALLOW_HTTP", "true")
+    opts |= json.loads(os.environ.get("FLYWHEEL_LAKE_STORAGE_OPTIONS") or "{}")
+    return opts if uri.startswith("s3://") else {}
+
+
 class Lake:
-    """One lake root: `tables/<table>/<run>-<batch>.parquet`, `blobs/sha256/..`, `catalog.duckdb`."""
+    """One lake root: `tables/<table>/` Delta tables, `blobs/sha256/..`, `catalog.duckdb`."""
 
     def __init__(self, root: str | Path | None = None) -> None:
-        self.root = Path(root).resolve() if root else default_root()
+        root = root if root else os.environ.get("FLYWHEEL_LAKE", "lake")
+        self.remote = is_remote(root)
+        if self.remote:
+            self.uri = str(root).rstrip("/")
+            # Reports and the catalog are local files, so they live in a local folder named after the URI.
+            local = os.environ.get("FLYWHEEL_LAKE_LOCAL") or Path(".flywheel") / _SAFE.sub("_", self.uri)
+            self.root = Path(local).resolve()
+            self.options = storage_options(self.uri)
+        else:
+            self.root = Path(root).resolve()
+            self.uri = self.root.as_posix()
+            self.options = {}
         self.tables_dir = self.root / "tables"
         self.catalog_path = self.root / "catalog.duckdb"
+        self._tables: dict[str, DeltaTable] = {}
+        self._lock = threading.Lock()
+
+    def table_uri(self, table: str) -> str:
+        return f"{self.uri}/tables/{table}"
 
     # ---- writes -------------------------------------------------------------------------------
-    def write(self, table: str, rows: Iterable[Mapping[str, Any]], run_id: str, batch: str | int) -> Path | None:
-        """Write rows as one Parquet file named by (run, batch); a retry replaces it, never duplicates.
+    def write(self, table: str, rows: Iterable[Mapping[str, Any]], run_id: str, batch: str | int) -> str | None:
+        """Commit rows as the (run, batch)'s rows of `table`; a retry replaces them, never duplicates.
 
-        Rows that do not fit the schema go to `quarantine` with the reason; the rest land once.
+        Rows that do not fit the schema go to `quarantine` with the reason; the rest land once. Returns
+        the table's URI, or None when nothing landed.
         """
         schema = schema_for(table)
         good, bad = [], []
@@ -55,9 +113,17 @@ class Lake:
             self.quarantine(table, f"{run_id}/{batch}", bad, run_id, batch)
         if not good:
             return None
-        path = self.tables_dir / table / f"{_SAFE.sub('_', run_id)}-{_SAFE.sub('_', str(batch))}.parquet"
-        _atomic_write(pa.Table.from_pylist(good, schema=schema), path)
-        return path
+        return self._commit(table, pa.Table.from_pylist(good, schema=schema), _batch_key(run_id, batch))
+
+    def write_arrow(self, table: str, arrow_table: pa.Table, run_id: str, batch: str | int) -> str | None:
+        """`write` for a whole Arrow table (or anything Arrow reads, e.g. a polars frame): validated and cast
+        to the schema column by column, not row by row; rows a cast refuses go to `quarantine`."""
+        good, bad = conform_table(pa.table(arrow_table), schema_for(table))
+        if bad:
+            self.quarantine(table, f"{run_id}/{batch}", bad, run_id, batch)
+        if not good.num_rows:
+            return None
+        return self._commit(table, good, _batch_key(run_id, batch))
 
     def quarantine(self, table: str, source: str, bad: list[tuple[Any, str]], run_id: str, batch: str | int) -> None:
         now = utcnow()
@@ -72,12 +138,42 @@ class Lake:
             }
             for rec, reason in bad
         ]
-        path = self.tables_dir / "quarantine" / f"{_SAFE.sub('_', run_id)}-{table}-{_SAFE.sub('_', str(batch))}.parquet"
-        _atomic_write(pa.Table.from_pylist(rows, schema=TABLES["quarantine"]), path)
+        key = f"{_SAFE.sub('_', run_id)}-{table}-{_SAFE.sub('_', str(batch))}"
+        self._commit("quarantine", pa.Table.from_pylist(rows, schema=TABLES["quarantine"]), key)
 
+    def _commit(self, table: str, data: pa.Table, key: str) -> str:
+        """One Delta commit replacing the rows of `key`; retried on a conflict with another writer."""
+        self._refuse_legacy(table)
+        data = data.append_column(BATCH_KEY, pa.array([key] * data.num_rows, pa.string()))
+        uri = self.table_uri(table)
+        predicate = f"{BATCH_KEY} = '{key.replace(chr(39), chr(39) * 2)}'"
+        for attempt in range(_COMMIT_ATTEMPTS):
+            try:
+                write_deltalake(uri, data, mode="overwrite", predicate=predicate, schema_mode="merge",
+                                storage_options=self.options or None)
+                break
+            except CommitFailedError:  # a concurrent commit delta-rs could not reconcile: ours is idempotent
+                if attempt == _COMMIT_ATTEMPTS - 1:
+                    raise
+                time.sleep(min(0.05 * 2**attempt, 2.0))
+        self._maybe_compact(table)
+        return uri
+
+    def _maybe_compact(self, table: str) -> None:
+        current = self._delta(table)
+        if current is not None and COMPACT_EVERY > 0 and current.version() % COMPACT_EVERY == 0 and current.version():
+            self._compact_one(table)  # one writer sees each version number, so one writer compacts
+
+    # ---- blobs --------------------------------------------------------------------------------
     def put_blob(self, data: bytes) -> str:
         """Store bytes content-addressed; returns the sha256 hex digest that rows reference."""
         digest = hashlib.sha256(data).hexdigest()
+        if self.remote:
+            fs, path = self._blob_fs(digest)
+            if fs.get_file_info(path).type.name == "NotFound":
+                with fs.open_output_stream(path) as out:  # an object PUT is atomic: readers never see half of it
+                    out.write(data)
+            return digest
         path = self.root / "blobs" / "sha256" / digest[:2] / digest[2:4] / digest
         if not path.exists():
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -88,15 +184,63 @@ class Lake:
         return digest
 
     def read_blob(self, digest: str) -> bytes:
+        if self.remote:
+            fs, path = self._blob_fs(digest)
+            with fs.open_input_stream(path) as src:
+                return src.read()
         return (self.root / "blobs" / "sha256" / digest[:2] / digest[2:4] / digest).read_bytes()
 
+    def _blob_fs(self, digest: str):
+        from pyarrow import fs
+
+        bucket_path = self.uri.split("://", 1)[1]
+        o = self.options
+        s3 = fs.S3FileSystem(
+            access_key=o.get("AWS_ACCESS_KEY_ID"), secret_key=o.get("AWS_SECRET_ACCESS_KEY"),
+            session_token=o.get("AWS_SESSION_TOKEN"), region=o.get("AWS_REGION", "us-east-1"),
+            endpoint_override=o.get("AWS_ENDPOINT_URL"),
+            scheme="http" if o.get("AWS_ENDPOINT_URL", "").startswith("http://") else "https",
+        )
+        return s3, f"{bucket_path}/blobs/sha256/{digest[:2]}/{digest[2:4]}/{digest}"
+
     # ---- reads --------------------------------------------------------------------------------
-    def files(self, table: str) -> list[Path]:
-        return sorted((self.tables_dir / table).glob("*.parquet"))
+    def _delta(self, table: str, version: int | None = None) -> DeltaTable | None:
+        """The table at its latest (or a given) version; None before its first commit."""
+        if version is not None:
+            return DeltaTable(self.table_uri(table), version=version, storage_options=self.options or None)
+        with self._lock:
+            cached = self._tables.get(table)
+            try:
+                if cached is None:
+                    self._refuse_legacy(table)
+                    cached = self._tables[table] = DeltaTable(self.table_uri(table), storage_options=self.options or None)
+                else:
+                    cached.update_incremental()
+            except TableNotFoundError:
+                return None
+            return cached
+
+    def version(self, table: str) -> int | None:
+        """The table's current snapshot (for lineage: `files(table, version)` reads it again later)."""
+        current = self._delta(table)
+        return None if current is None else current.version()
+
+    def files(self, table: str, version: int | None = None) -> list[Path] | list[str]:
+        """The Parquet files of the table's current (or a given) snapshot: paths, or URIs on object storage."""
+        current = self._delta(table, version)
+        if current is None:
+            return []
+        uris = current.file_uris()
+        return uris if self.remote else [Path(u) for u in uris]
 
     def connect(self) -> duckdb.DuckDBPyConnection:
         """An in-memory DuckDB connection with every table's views: for flows reading the lake."""
         con = duckdb.connect()
+        if self.remote:  # DuckDB here cannot read s3:// itself: hand it each table as an Arrow dataset
+            for table in TABLES:
+                current = self._delta(table)
+                if current is not None:
+                    con.register(f"_delta_{table}", current.to_pyarrow_dataset())
         for stmt in self._view_statements():
             con.execute(stmt)
         return con
@@ -110,22 +254,51 @@ class Lake:
         finally:
             con.close()
 
+    # ---- maintenance --------------------------------------------------------------------------
+    def compact(self) -> dict[str, int]:
+        """Merge each table's small files into few (a new snapshot; old ones stay readable); files removed per table."""
+        return {table: n for table in TABLES if (n := self._compact_one(table))}
+
+    def _compact_one(self, table: str) -> int:
+        current = self._delta(table)
+        if current is None:
+            return 0
+        try:
+            metrics = current.optimize.compact()
+            current.create_checkpoint()
+        except CommitFailedError:  # a concurrent writer replaced a batch we were merging: the next trigger retries
+            return 0
+        return int(metrics.get("numFilesRemoved", 0))
+
+    def _refuse_legacy(self, table: str) -> None:
+        if self.remote:
+            return
+        folder = self.tables_dir / table
+        if not (folder / "_delta_log").is_dir() and any(folder.glob("*.parquet")):
+            raise LegacyLakeError(f"{self.root} holds tables in the old file-per-batch layout ({folder}): "
+                                  "run `flywheel lake migrate` once to turn them into Delta tables")
+
     # ---- catalog ------------------------------------------------------------------------------
     def refresh_catalog(self) -> Path:
         """Rebuild catalog.duckdb beside the old one and rename it into place.
 
         Readers holding the old file open keep working (they see the views they opened); the write
         lock is only ever held on a private temporary file, so an analyst's read-only session never
-        blocks a flow and a flow never blocks an analyst.
+        blocks a flow and a flow never blocks an analyst. On object storage the views need this process's
+        Arrow datasets, so there the catalog holds typed empty views and `connect()` is the way in.
         """
         self.root.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=self.root, prefix=".catalog-", suffix=".duckdb")
         os.close(fd)
         os.unlink(tmp)  # duckdb wants to create the file itself
-        con = duckdb.connect(tmp)
+        # written in a storage format the DuckDB CLI that bootstrap installs (duckdb-cli 1.5) can open
+        con = duckdb.connect(tmp, config={"storage_compatibility_version": CATALOG_STORAGE_VERSION})
         try:
-            for stmt in self._view_statements():
+            for stmt in self._view_statements(persistent=True):
                 con.execute(stmt)
+            from lake.dictionary import apply_comments  # (imported here: `python -m lake.dictionary` runs it)
+
+            apply_comments(con)
             con.execute("CHECKPOINT")
         finally:
             con.close()
@@ -135,16 +308,20 @@ class Lake:
             wal.unlink()
         return self.catalog_path
 
-    def _view_statements(self) -> list[str]:
+    def _view_statements(self, persistent: bool = False) -> list[str]:
         stmts = []
         for table, schema in TABLES.items():
-            files = self.files(table)
             raw = f"{table}_history" if table in LATEST_BY_KEY else table
-            if files:
-                glob = (self.tables_dir / table / "*.parquet").as_posix().replace("'", "''")
-                body = f"SELECT * FROM read_parquet('{glob}', union_by_name = true)"
+            files = self.files(table)
+            typed = ", ".join(f"TRY_CAST({c} AS JSON) AS {c}" for c in json_columns(table))
+            replace = f" REPLACE ({typed})" if typed else ""
+            if files and not self.remote:
+                listed = ", ".join("'" + f.as_posix().replace("'", "''") + "'" for f in files)
+                body = f"SELECT * EXCLUDE ({BATCH_KEY}){replace} FROM read_parquet([{listed}], union_by_name = true)"
+            elif files and not persistent:
+                body = f"SELECT * EXCLUDE ({BATCH_KEY}){replace} FROM _delta_{table}"
             else:
-                cols = ", ".join(f"CAST(NULL AS {DUCKDB_TYPES[f.type]}) AS {f.name}" for f in schema)
+                cols = ", ".join(f"CAST(NULL AS {duckdb_type(table, f.name)}) AS {f.name}" for f in schema)
                 body = f"SELECT {cols} WHERE false"
             stmts.append(f"CREATE OR REPLACE VIEW {raw} AS {body}")
             if table in LATEST_BY_KEY:
@@ -156,6 +333,11 @@ class Lake:
         return stmts
 
 
+def _batch_key(run_id: str, batch: str | int) -> str:
+    """The old layout's file stem, so migrated rows and new writes of the same (run, batch) agree."""
+    return f"{_SAFE.sub('_', run_id)}-{_SAFE.sub('_', str(batch))}"
+
+
 def _conform(row: Mapping[str, Any], schema: pa.Schema) -> dict[str, Any]:
     unknown = set(row) - set(schema.names)
     if unknown:
@@ -164,6 +346,7 @@ def _conform(row: Mapping[str, Any], schema: pa.Schema) -> dict[str, Any]:
 
 
 def _atomic_write(table: pa.Table, path: Path) -> None:
+    """A Parquet file written under a temporary name and renamed into place (exports and reports use it)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".parquet.tmp")  # never matched by *.parquet readers
     os.close(fd)

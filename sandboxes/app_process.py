@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import socket
 import sqlite3
@@ -64,18 +65,20 @@ class AppProcess:
 
     def start(self) -> AppProcess:
         self.port = free_port()
-        values = {"python": sys.executable, "port": str(self.port), "state_path": str(self.state_path or "")}
+        values = {"python": sys.executable, "port": str(self.port), "state_path": str(self.state_path or ""),
+                  "workdir": str(self.workdir)}
         try:
             cmd = [part.format(**values) for part in self.manifest.start.command]
         except KeyError as exc:
             raise SandboxError(
                 f"{self.manifest.name}: start.command uses unknown placeholder {exc}; "
-                "use {python}, {port} or {state_path}"
+                "use {python}, {port}, {state_path} or {workdir}"
             ) from None
         log = open(self.log_path, "ab")
         try:
             self.proc = subprocess.Popen(
-                cmd, cwd=self.manifest.source_dir, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+                cmd, cwd=self.manifest.source_dir, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                env=self.manifest.process_env(dict(os.environ)),
             )
         except OSError as exc:
             raise SandboxError(f"{self.manifest.name}: cannot run {cmd[0]!r} ({exc}); fix start.command") from None
@@ -133,9 +136,18 @@ class AppProcess:
             self.stop()
             if self.state_path:
                 self.state_path.unlink(missing_ok=True)
+            self._clear_state_files()
             self.start()
             return
         sqlite_copy(self.snapshot_path, self.state_path)
+
+    def _clear_state_files(self) -> None:
+        """A `files` state folder in the work dir starts empty again, as on the first start."""
+        st = self.manifest.state
+        if st.kind == "files" and st.path:
+            folder = (self.workdir / st.path).resolve()
+            if folder.is_relative_to(self.workdir.resolve()) and folder != self.workdir.resolve():
+                shutil.rmtree(folder, ignore_errors=True)
 
     def stop(self) -> None:
         stop_process(self.proc)

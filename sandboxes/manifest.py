@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import tomllib
 from pathlib import Path
@@ -33,12 +34,17 @@ class SandboxInfo(_Strict):
 
 
 class SourceSpec(_Strict):
+    """Where the app's files come from: a local path (default: the manifest's folder), a git repository at
+    a pinned commit, an npm package at an exact version, or PyPI packages pinned by hash; `subdir` is the
+    app's folder inside any of them."""
+
     path: str | None = "."
-    git: str | None = None
-    ref: str | None = None
+    git: str | None = None  # a clone URL or a local repository; cloned once with GitPython into the cache
+    ref: str | None = None  # git: the full 40-hex commit to check out (required with git)
     npm: str | None = None  # "package@exact-version": fetched once with `npm pack` (sandboxes/npm_source.py)
-    subdir: str = ""  # the app's folder inside the npm package
     integrity: str | None = None  # the tarball's sha512 as `npm view PKG@VER dist.integrity` prints it
+    pypi: list[str] = []  # "name==X.Y.Z --hash=sha256:<hex>", one per package and dependency (sandboxes/pypi_source.py)
+    subdir: str = ""  # the app's folder inside the source
 
     @field_validator("npm")
     @classmethod
@@ -46,6 +52,46 @@ class SourceSpec(_Strict):
         from sandboxes.npm_source import check_spec
 
         return v if v is None else check_spec(v)
+
+    @field_validator("pypi", mode="before")
+    @classmethod
+    def _pinned(cls, v: object) -> object:
+        from sandboxes.pypi_source import check_requirement
+
+        lines = [v] if isinstance(v, str) else v
+        return [check_requirement(line) for line in lines] if isinstance(lines, list) and all(isinstance(x, str) for x in lines) else v
+
+    @field_validator("ref")
+    @classmethod
+    def _commit(cls, v: str | None) -> str | None:
+        from sandboxes.git_source import check_commit
+
+        return v if v is None else check_commit(v)
+
+    @field_validator("subdir")
+    @classmethod
+    def _inside(cls, v: str) -> str:
+        if Path(v).is_absolute() or ".." in Path(v).parts:
+            raise ValueError(f"{v!r} must be a folder inside the source (relative, no '..')")
+        return v
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> SourceSpec:
+        kinds = [k for k in ("git", "npm", "pypi") if getattr(self, k)]
+        if len(kinds) > 1:
+            raise ValueError(f"give one of git, npm or pypi, not {' and '.join(kinds)}")
+        if self.git and not self.ref:
+            raise ValueError('a git source needs ref = "<the full commit id to check out>"')
+        if self.ref and not self.git:
+            raise ValueError("ref pins a git source; add git = \"<clone URL>\" or drop ref")
+        if self.integrity and not self.npm:
+            raise ValueError("integrity pins an npm tarball; add npm = \"package@version\" or drop integrity")
+        return self
+
+    @property
+    def fetched(self) -> bool:
+        """The files come from a registry or a repository (into the cache), not from a folder here."""
+        return bool(self.git or self.npm or self.pypi)
 
 
 class StartSpec(_Strict):
@@ -58,10 +104,17 @@ class StartSpec(_Strict):
 
 class StateSpec(_Strict):
     kind: Literal["sqlite", "http_json", "js", "local_storage", "files"]
-    path: str | None = None
+    path: str | None = None  # relative to the app's work dir, and inside it
     expression: str | None = None  # js: a JS expression whose (JSON) value is the app's state
     key: str | None = None  # local_storage: the key the app keeps its state under (js: where injections write)
     items: str = ""  # local_storage: dotted path to the records inside the stored JSON ("" = the value itself)
+
+    @field_validator("path")
+    @classmethod
+    def _inside_work_dir(cls, v: str | None) -> str | None:
+        if v is not None and (Path(v).is_absolute() or ".." in Path(v).parts):
+            raise ValueError(f"{v!r} leaves the app's work dir; give a path inside it, e.g. \"app.db\"")
+        return v
 
     @model_validator(mode="after")
     def _page_state(self) -> StateSpec:
@@ -87,6 +140,35 @@ class StateSpec(_Strict):
             f"(() => {{ let v = JSON.parse(localStorage.getItem({json.dumps(self.key)}) || 'null'); "
             f"for (const p of {path}) v = v == null ? null : v[p]; return v === undefined ? null : v; }})()"
         )
+
+
+class AuthSpec(_Strict):
+    """How a person gets into the app: log in with these credentials at login_path, or register an account
+    first (register = true; the explorer makes one up and then logs in with it). Credentials here are
+    sandbox accounts, never real ones: the manifest is committed."""
+
+    login_path: str = "/login"
+    username: str | None = None
+    password: str | None = None
+    register_first: bool = Field(default=False, alias="register")  # `register = true` in the file
+    register_path: str | None = None  # the sign-up page when it is not linked from the login page
+
+    @field_validator("login_path", "register_path")
+    @classmethod
+    def _path(cls, v: str | None) -> str | None:
+        if v is not None and not v.startswith("/"):
+            raise ValueError(f"{v!r} must be a path on the app, starting with '/'")
+        return v
+
+    @model_validator(mode="after")
+    def _how(self) -> AuthSpec:
+        if (self.username is None) != (self.password is None):
+            raise ValueError("give both username and password (or neither, with register = true)")
+        if self.username is None and not self.register_first:
+            raise ValueError('say how to get in: username and password, or register = true')
+        if self.register_path and not self.register_first:
+            raise ValueError("register_path needs register = true")
+        return self
 
 
 class ResetSpec(_Strict):
@@ -134,6 +216,7 @@ class SandboxManifest(_Strict):
     state: StateSpec
     reset: ResetSpec = ResetSpec()
     sensitive: list[SensitiveControl] = []
+    auth: AuthSpec | None = None  # a login (or sign-up) the explorer goes through first
     android: AndroidSpec | None = None
     container: ContainerSpec = ContainerSpec()
     # Where the manifest was read from; set by load_manifest, not by the file.
@@ -158,12 +241,50 @@ class SandboxManifest(_Strict):
 
     @property
     def source_dir(self) -> Path:
-        """The app's files; an npm source is fetched into the cache on first use (SourceFetchError if it cannot be)."""
+        """The app's files; a git, npm or PyPI source is fetched into the cache on first use (SourceFetchError
+        if it cannot be)."""
+        root = self.source_root
+        folder = root / self.source.subdir
+        if self.source.subdir and not folder.resolve().is_relative_to(root.resolve()):
+            from sandboxes.npm_source import SourceFetchError
+
+            raise SourceFetchError(f"{self.name}: source.subdir {self.source.subdir!r} leads out of the source "
+                                   f"(a symlink to {folder.resolve()}); point it at a real folder inside")
+        return folder
+
+    @property
+    def source_root(self) -> Path:
+        """The source without its subdir: the repository, the unpacked package or the install folder."""
         if self.source.npm:
             from sandboxes.npm_source import fetch
 
-            return fetch(self.source.npm, self.source.integrity).package_dir / self.source.subdir
+            return fetch(self.source.npm, self.source.integrity).package_dir
+        if self.source.git:
+            from sandboxes import git_source
+
+            return git_source.fetch(self._git_url(), self.source.ref)
+        if self.source.pypi:
+            from sandboxes import pypi_source
+
+            return pypi_source.fetch(self.source.pypi)
         return (self.folder / (self.source.path or ".")).resolve()
+
+    def _git_url(self) -> str:
+        """A relative local repository path is read from the manifest's folder."""
+        url = self.source.git or ""
+        if "://" in url or url.startswith("git@") or Path(url).is_absolute():
+            return url
+        return str((self.folder / url).resolve())
+
+    def process_env(self, base: dict[str, str]) -> dict[str, str]:
+        """The environment the app's start command runs with: a PyPI source's packages on PYTHONPATH and
+        their scripts on PATH."""
+        env = dict(base)
+        if self.source.pypi:
+            site = str(self.source_root)
+            env["PYTHONPATH"] = os.pathsep.join(p for p in (site, base.get("PYTHONPATH")) if p)
+            env["PATH"] = os.pathsep.join(p for p in (str(Path(site) / "bin"), base.get("PATH")) if p)
+        return env
 
     def sensitive_kind(self, control_name: str) -> str | None:
         """The sensitive kind of a control by its visible name, or None."""
@@ -193,6 +314,25 @@ def load_manifest(path: str | Path) -> SandboxManifest:
             f"{path}: {problems} — fix these keys (see sandboxes/sandbox.example.toml)"
         ) from None
     manifest.folder = path.parent.resolve()
-    if manifest.source.git is None and manifest.source.npm is None and not manifest.source_dir.exists():
-        raise ManifestError(f"{path}: source.path {manifest.source.path!r} does not exist; point it at the app")
+    if not manifest.source.fetched:
+        _check_source_inside(path, manifest)
+        if not manifest.source_dir.exists():
+            where = "/".join(p for p in (manifest.source.path or ".", manifest.source.subdir) if p)
+            raise ManifestError(f"{path}: the source folder {where!r} does not exist; point source.path (and subdir) at the app")
     return manifest
+
+
+SOURCE_ROOTS_ENV = "FLYWHEEL_SOURCE_ROOTS"  # more folders a local source.path may point into, `:`-separated
+
+
+def _check_source_inside(path: Path, manifest: SandboxManifest) -> None:
+    """A local source.path stays in the sandbox's folder or its git repository (the agent reads it, the
+    app runs from it): `/etc` or `../../..` would hand the whole machine to both."""
+    source = manifest.source_dir
+    repo = next((p for p in [manifest.folder, *manifest.folder.parents] if (p / ".git").exists()), None)
+    extra = [Path(p).resolve() for p in os.environ.get(SOURCE_ROOTS_ENV, "").split(os.pathsep) if p]
+    roots = [manifest.folder] + ([repo] if repo else []) + extra
+    if not any(source == root or source.is_relative_to(root) for root in roots):
+        where = f"its folder ({manifest.folder})" + (f" or its repository ({repo})" if repo else "")
+        raise ManifestError(f"{path}: source.path {manifest.source.path!r} resolves to {source}, outside {where}; "
+                            f"put the app there, or add its folder to {SOURCE_ROOTS_ENV} to allow it")

@@ -69,8 +69,7 @@ def fetch(spec: str, integrity: str | None = None) -> NpmSource:
         _check_pin(spec, got, integrity)
         with tarfile.open(tarball) as tar:
             tar.extractall(work / "unpacked", filter="data")
-        if not (work / "unpacked" / "package").is_dir():
-            raise SourceFetchError(f"{spec}: the tarball has no package/ folder; is it an npm package?")
+        _one_root_as_package(spec, work / "unpacked")
         (work / "unpacked" / "integrity.txt").write_text(got + "\n")
         try:
             (work / "unpacked").rename(folder)  # atomic: a concurrent fetch of the same spec keeps the first
@@ -104,6 +103,17 @@ def _pack(npm: str, spec: str, work: Path) -> Path:
             raise SourceFetchError(f"{spec}: `npm pack` wrote no tarball; run it by hand to see why") from None
         return tgz[0]
     return work / filename.replace("/", "-").lstrip("@")
+
+
+def _one_root_as_package(spec: str, unpacked: Path) -> None:
+    """npm packs into `package/`, but some published tarballs have another single top folder
+    (`name-1.2.3/`): that folder is the package."""
+    if (unpacked / "package").is_dir():
+        return
+    roots = [p for p in unpacked.iterdir() if p.is_dir()]
+    if len(roots) != 1 or any(p.is_file() for p in unpacked.iterdir()):
+        raise SourceFetchError(f"{spec}: the tarball has no package/ folder (nor one top folder); is it an npm package?")
+    roots[0].rename(unpacked / "package")
 
 
 def _check_pin(spec: str, got: str, pinned: str | None) -> None:

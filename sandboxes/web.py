@@ -64,7 +64,19 @@ CHROMIUM_ARGS = [
 ]
 SYSTEM_CHROMIUMS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 BROWSER_FIX = "install one: `sudo apt-get install -y chromium` (Debian/Ubuntu) or `playwright install chromium`"
-ACTION_TIMEOUT_MS = 2000  # server-rendered sandboxes show their elements on load; a missing one is an error
+# Waits follow the page (requests in flight, navigations loaded, the page's own next frame), never the
+# clock; a missing or hidden element is an error at once. The cap only bounds a page that never settles:
+# generous, so a loaded machine is slower but not wrong; a timeout is retried once, then SandboxTimeout.
+ACTION_TIMEOUT_MS = 30_000
+_NEXT_FRAME = "() => new Promise(r => requestAnimationFrame(() => setTimeout(r, 0)))"
+
+
+class SandboxTimeout(SandboxError):
+    """The page did not settle within the cap, twice: the environment's fault, never the task's or policy's."""
+
+
+def _timed_out(exc: BaseException) -> bool:
+    return type(exc).__name__ == "TimeoutError" or isinstance(exc, SandboxTimeout)
 
 
 # From the element up to its card: the grip inside it (the outermost, when grips nest), or null when the
@@ -85,6 +97,12 @@ _FIND_GRIP = """el => {
   }
   return null;
 }"""
+
+
+def canonical_origin(sandbox: str) -> str:
+    """The origin data names a sandbox by (`http://shop.local`), whatever port a run serves it on: prompts,
+    URLs, trees and errors in the lake and in exports never carry infrastructure."""
+    return f"http://{sandbox}.local"
 
 
 def system_chromium() -> str | None:
@@ -228,6 +246,7 @@ class WebDriver:
         self.app = app
         self.action_timeout_ms = action_timeout_ms
         self.manifest = app.manifest
+        self.origin = canonical_origin(app.manifest.name)
         self.host = host
         self.viewport = viewport
         self.context = None
@@ -235,6 +254,7 @@ class WebDriver:
         self.answer: str | None = None
         self.user_calls: list[str] = []
         self._inflight = 0
+        self._navigating = 0  # main-frame navigation requests whose document has not loaded yet
         self._at_start = False
 
     # ---- episode lifecycle ----------------------------------------------------------------------
@@ -250,9 +270,20 @@ class WebDriver:
             self.context.clear_cookies()
             self.page.evaluate("() => { try { localStorage.clear(); sessionStorage.clear(); } catch (e) {} }")
         self._inflight = 0
+        self._navigating = 0
         self.answer = None
         self.user_calls: list[str] = []
         self._at_start = True  # the home page opens lazily: on the first observation or non-goto action
+
+    def canonical(self, text: str) -> str:
+        """The live origin (`http://127.0.0.1:<port>`) in `text` replaced by the sandbox's canonical one."""
+        return text.replace(self.app.base_url, self.origin) if isinstance(text, str) else text
+
+    def live(self, url: str) -> str:
+        """A URL on the canonical origin (or a path) as the live app serves it."""
+        if url.startswith(self.origin):
+            url = self.app.base_url + url[len(self.origin):]
+        return urljoin(self.app.base_url + "/", url)
 
     def _ensure_started(self) -> None:
         if self._at_start:
@@ -269,25 +300,68 @@ class WebDriver:
         self.page = self.context.new_page()
         self.page.on("request", self._on_request)
         self.page.on("requestfinished", self._on_request_done)
-        self.page.on("requestfailed", self._on_request_done)
+        self.page.on("requestfailed", self._on_request_failed)
+        self.page.on("load", self._on_load)
+        # a person answers confirm()/alert()/prompt() by accepting (Playwright would dismiss them, and a
+        # confirmed delete would silently not happen)
+        self.page.on("dialog", lambda dialog: dialog.accept())
 
-    def _on_request(self, _req: Any) -> None:
+    def _main_navigation(self, req: Any) -> bool:
+        try:
+            return req.is_navigation_request() and req.frame == self.page.main_frame
+        except Exception:
+            return False
+
+    def _on_request(self, req: Any) -> None:
         self._inflight += 1
+        if self._main_navigation(req):
+            self._navigating += 1
 
-    def _on_request_done(self, _req: Any) -> None:
+    def _on_request_done(self, req: Any) -> None:
         self._inflight = max(0, self._inflight - 1)
+        if self._main_navigation(req):  # a document with nothing to load (204, a download) never fires load
+            try:
+                response = req.response()
+                empty = response is not None and (response.status == 204 or "attachment" in (response.headers.get("content-disposition") or ""))
+            except Exception:
+                empty = False
+            if empty:
+                self._navigating = max(0, self._navigating - 1)
 
-    def settle(self, timeout_s: float = 10.0, after_input: bool = False) -> None:
-        """Wait until the page has loaded and no request is in flight (form posts have landed).
-        After a click or key press, first give a navigation it started a moment to begin."""
+    def _on_request_failed(self, req: Any) -> None:
+        self._inflight = max(0, self._inflight - 1)
+        if self._main_navigation(req):
+            self._navigating = max(0, self._navigating - 1)
+
+    def _on_load(self, *_: Any) -> None:
+        self._navigating = 0
+
+    def settle(self, timeout_s: float = ACTION_TIMEOUT_MS / 1000, after_input: bool = False) -> None:
+        """Wait until the page has loaded, any navigation it started has loaded its document, and no
+        request is in flight (form posts have landed). After a click or key press, first let the page
+        run its next frame, so what the input started has begun: waits follow the page, not the clock.
+        A page that does not settle within the cap raises SandboxTimeout."""
         if after_input:
-            self.page.wait_for_timeout(15)
+            self._next_frame()
         deadline = time.monotonic() + timeout_s
-        while self._inflight and time.monotonic() < deadline:
-            self.page.wait_for_timeout(10)
+        while self._inflight or self._navigating:
+            if time.monotonic() > deadline:
+                raise SandboxTimeout(f"{self.manifest.name}: the page did not settle in {timeout_s:.0f}s "
+                                     f"({self._inflight} request(s) in flight)")
+            self.page.wait_for_timeout(10)  # lets Playwright deliver the page's events
         self.page.wait_for_load_state("load")
+        self._next_frame()
+
+    def _next_frame(self) -> None:
+        try:
+            self.page.evaluate(_NEXT_FRAME)
+        except Exception as exc:  # a navigation replaced the document mid-call: the wait loop follows it
+            if _timed_out(exc):
+                raise
 
     def inject(self, skill: Skill, args: dict[str, Any]) -> None:
+        if skill.kind == "ui_replay":
+            return self._replay_ui(skill, args)
         if skill.kind == "local_storage":
             entries = local_storage_entries(skill, args)
             self._ensure_started()  # storage belongs to the app's origin: be on its page first
@@ -301,19 +375,66 @@ class WebDriver:
         if not self._at_start:
             self.page.reload()
 
+    def _replay_ui(self, skill: Skill, args: dict[str, Any]) -> None:
+        """Set records up through the UI (recorded paths, for apps whose storage no skill can write),
+        then check with args.check (a verifier) that they took effect."""
+        from sandboxes.actions import parse_actions
+        from verifier_templates import get_template
+        from verifier_templates.base import Evidence
+
+        try:
+            actions = parse_actions(args.get("actions", []))
+        except Exception as exc:
+            raise InjectionError(f"skill {skill.name}: actions do not parse: {str(exc).splitlines()[0]}") from None
+        for i, action in enumerate(actions):
+            result = self.act(action)
+            if not result.ok:
+                raise InjectionError(f"skill {skill.name}: replayed step {i + 1} failed: {result.error}")
+        check = args.get("check")
+        if check:
+            try:
+                template = get_template(check["template"])
+                final = {p.name: self.probe(p) for p in template.probes(check["params"])}
+                verdict = template.judge(Evidence({}, final), check["params"])
+            except Exception as exc:
+                raise InjectionError(f"skill {skill.name}: its check could not run: {str(exc).splitlines()[0]}") from None
+            if not verdict.passed:
+                raise InjectionError(f"skill {skill.name}: the replayed UI path did not take effect: {verdict.reason}")
+        self.answer = None
+
     def close(self) -> None:
         if self.context is not None:
             self.context.close()
             self.context = None
 
     # ---- observe and act ------------------------------------------------------------------------
+    def _retrying(self, what: str, fn: Any) -> Any:
+        """fn(), once more after a timeout; a second timeout is the environment's (SandboxTimeout)."""
+        for attempt in (1, 2):
+            try:
+                return fn()
+            except Exception as exc:
+                if not _timed_out(exc):
+                    raise
+                if attempt == 2:
+                    message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+                    raise SandboxTimeout(self.canonical(f"{self.manifest.name}: {what} timed out twice: {message}")) from None
+                try:
+                    self.settle()
+                except Exception:
+                    pass
+        raise AssertionError("unreachable")
+
     def observe(self, screenshot: bool = True) -> Observation:
+        return self._retrying("observe", lambda: self._observe(screenshot))
+
+    def _observe(self, screenshot: bool) -> Observation:
         self._ensure_started()
         self.settle()
         return Observation(
-            url=self.page.url,
+            url=self.canonical(self.page.url),
             title=self.page.title(),
-            ui_tree=self.page.locator("body").aria_snapshot(),
+            ui_tree=self.canonical(self.page.locator("body").aria_snapshot()),
             screenshot=self.page.screenshot() if screenshot else None,
             screen_size=self.profile.screen_pixels if self.profile else self.viewport,  # the screenshot's size
         )
@@ -331,17 +452,20 @@ class WebDriver:
         return loc.nth(target.nth)
 
     def act(self, action: Action) -> ActionResult:
+        """A failed action is a result; a page that would not settle, twice, raises SandboxTimeout."""
         try:
-            return self._act(action)
+            return self._retrying(action.action, lambda: self._act(action))
+        except SandboxTimeout:
+            raise
         except Exception as exc:  # a failed action is a result, never a crash of the episode
             message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            return ActionResult(ok=False, error=f"{action.action}: {message}")
+            return ActionResult(ok=False, error=self.canonical(f"{action.action}: {message}"))
 
     def _act(self, action: Action) -> ActionResult:
         page = self.page
         if isinstance(action, Goto):
             self._at_start = False  # nothing was observed yet: opening home first would change nothing
-            page.goto(urljoin(self.app.base_url + "/", action.url))
+            page.goto(self.live(action.url))
             return ActionResult(ok=True)
         self._ensure_started()
         if isinstance(action, Terminate):
@@ -418,6 +542,8 @@ class WebDriver:
             self.settle(after_input=True)
             return ActionResult(ok=True, point=(action.x, action.y))
         loc = self.locate(action.target) if getattr(action, "target", None) else None
+        if loc is not None:
+            self._ready(loc, action.target)
         point = self._point(loc) if loc is not None else None
         sensitive = None
         if isinstance(action, Click):
@@ -441,6 +567,16 @@ class WebDriver:
         elif isinstance(action, Check):
             loc.set_checked(action.checked)
         return ActionResult(ok=True, point=point, sensitive=sensitive)
+
+    def _ready(self, loc: Any, target: Target) -> None:
+        """The page has settled, so an element is there or it is not: a missing, hidden or disabled one is
+        an error at once (deterministic), and only a present, ready one is waited on (up to the cap)."""
+        if loc.count() == 0:
+            raise LookupError(f"no element matches {target.describe()}")
+        if not loc.is_visible():
+            raise LookupError(f"{target.describe()} is not visible")
+        if not loc.is_enabled():
+            raise LookupError(f"{target.describe()} is disabled")
 
     def _px(self, x: int, y: int) -> tuple[float, float]:
         w, h = self.viewport
@@ -477,6 +613,9 @@ class WebDriver:
 
     # ---- probe and health -----------------------------------------------------------------------
     def probe(self, probe: Probe) -> Any:
+        return self._retrying(f"probe {probe.name}", lambda: self._probe(probe))
+
+    def _probe(self, probe: Probe) -> Any:
         if probe.kind == "sql":
             return self._sql(probe)
         if probe.kind == "answer":
@@ -484,9 +623,9 @@ class WebDriver:
         self._ensure_started()
         self.settle()
         if probe.kind == "url":
-            return self.page.url
+            return self.canonical(self.page.url)
         if probe.kind == "page_text":
-            return self.page.inner_text("body")
+            return self.canonical(self.page.inner_text("body"))
         if probe.kind == "js":
             return self.page.evaluate(probe.query)
         raise ValueError(f"unknown probe kind {probe.kind!r}")
@@ -506,7 +645,7 @@ class WebDriver:
 
     def health(self) -> Health:
         if not self.app.healthy():
-            return Health(False, f"app not answering at {self.app.base_url}; log: {self.app.log_tail()}")
+            return Health(False, f"app not answering at {self.origin} (served on a local port); log: {self.app.log_tail()}")
         if self.page is None or self.page.is_closed():
             return Health(False, "no open page")
         return Health(True)

@@ -15,6 +15,17 @@ os.environ.setdefault("PREFECT_SERVER_UI_ENABLED", "false")
 os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
 
 
+@pytest.fixture(scope="session")
+def prefect_harness():
+    """One Prefect test server per session, shared by every test that runs a flow."""
+    from prefect.testing.utilities import prefect_test_harness
+
+    from flywheel.prefect_server import EPHEMERAL_TIMEOUT_S
+
+    with prefect_test_harness(server_startup_timeout=EPHEMERAL_TIMEOUT_S):  # minutes on a loaded machine
+        yield
+
+
 @pytest.fixture
 def lake(tmp_path):
     from lake import Lake

@@ -18,9 +18,11 @@ from flows.rollout.flow import rollout
 from flows.sft_export.flow import export_sft
 from flows.task_synthesis.flow import synthesize_tasks
 from lake import Lake
+from lake.runs import recorded_run
 
 
 @flow(name="cycle")
+@recorded_run("cycle")
 def cycle(
     policy: str = "scripted-noisy",
     sandboxes: list[str] | None = None,

@@ -11,6 +11,7 @@ from prefect.cache_policies import NO_CACHE
 from flows.exploration import exploration
 from flows.exploration.chart import coverage_chart_svg
 from lake import Lake
+from lake.runs import recorded_run
 from sandboxes.manifest import load_manifest
 from sandboxes.registry import select
 
@@ -28,6 +29,7 @@ def explore_sandbox_task(
 
 
 @flow(name="explore", log_prints=True)
+@recorded_run("explore")
 def explore(
     sandboxes: list[str] | None = None,
     areas: int = 8,

@@ -26,7 +26,7 @@ loop / repeated_typing
     the same type action (same target and text) issued on 3+ steps of a trajectory, not all in one
     consecutive run (a single run is exact_repeat's). The range runs from the second issue to the last.
 bad_args / format_error, schema_invalid, coords_out_of_range
-    `format_error` set (codes no_tool_call, unparseable_json -> format_error; unknown_action,
+    `format_error` set (but not `unmapped_action`: an imported action with no counterpart in our space) (codes no_tool_call, unparseable_json -> format_error; unknown_action,
     invalid_arguments -> schema_invalid; a coordinate outside 0..999 -> coords_out_of_range), an action name
     outside the action space, or a coordinate outside 0..999 in the actions JSON.
 bad_args / click_hit_nothing
@@ -66,6 +66,7 @@ from collections.abc import Callable
 import polars as pl
 
 from flows.failure_mining.features import CLICKS, HOST, SCROLLS, as_features, nxt, prev
+from flows.failure_mining.side_effects import consented
 from sandboxes.actions import ACTION_NAMES
 
 FINDING_SCHEMA = {
@@ -76,7 +77,11 @@ FINDING_SCHEMA = {
     "reason": pl.String,
     "severity": pl.Float64,
     "evidence": pl.String,
+    "evidence_level": pl.String,
+    "confidence": pl.Float64,
 }
+# The evidence a finding rests on, weakest first; a finding records the strongest one that decided it.
+EVIDENCE_LEVELS = ("actions", "url", "ui_tree", "screenshot", "errors", "manifest")
 UNDECIDABLE_SCHEMA = {"trajectory_id": pl.String, "check": pl.String, "n": pl.UInt32}
 # How bad each reason is (0..1): feeds the findings' severity and the per-step rewards.
 SEVERITY = {
@@ -95,9 +100,14 @@ SEVERITY = {
     "overcautious": 0.3,
     "terminated_failed": 1.0,
     "terminated_early": 0.7,
+    "state_change": 0.1,
 }
 MIN_REPEATS = 3  # turns in a row for exact_repeat (the original + 2 repeats)
 MIN_INEFFECTIVE = 2  # repeats that must have changed nothing or failed
+MIN_CONFIDENCE = 0.5  # a loop from actions alone is reported from this confidence on
+NEAR = 12  # grid points (of 0..999) within which two coordinate clicks aim at the same control
+NEAR_FACTOR = 0.85
+SCROLL_FACTOR = 0.55
 NO_PROGRESS_STEPS = 3
 PERIODS = (2, 3, 4)
 _MAX_EVIDENCE_ACTION = 300
@@ -148,9 +158,13 @@ def _findings(
     first: pl.Expr,
     last: pl.Expr,
     evidence: dict[str, pl.Expr],
+    level: str | pl.Expr = "actions",
+    confidence: float | pl.Expr = 0.95,
 ) -> pl.LazyFrame:
     """Shape rows of any detector into the findings schema; severity follows the reason."""
     reason_expr = pl.lit(reason) if isinstance(reason, str) else reason
+    level_expr = pl.lit(level) if isinstance(level, str) else level
+    conf_expr = pl.lit(confidence) if isinstance(confidence, float) else confidence
     return frame.select(
         pl.col("trajectory_id"),
         first.cast(pl.Int32).alias("first_step"),
@@ -159,14 +173,29 @@ def _findings(
         reason_expr.alias("reason"),
         reason_expr.replace_strict(SEVERITY, default=0.5, return_dtype=pl.Float64).alias("severity"),
         pl.struct(**evidence).struct.json_encode().alias("evidence"),
+        level_expr.cast(pl.String).alias("evidence_level"),
+        conf_expr.cast(pl.Float64).round(3).alias("confidence"),
     )
 
 
 def _steps(
-    frame: pl.LazyFrame, kind: str, reason: str | pl.Expr, evidence: dict[str, pl.Expr]
+    frame: pl.LazyFrame,
+    kind: str,
+    reason: str | pl.Expr,
+    evidence: dict[str, pl.Expr],
+    level: str | pl.Expr = "actions",
+    confidence: float | pl.Expr = 0.95,
 ) -> pl.LazyFrame:
     """One finding per step of an already filtered frame."""
-    return _findings(frame, kind, reason, pl.col("step_index"), pl.col("step_index"), evidence)
+    return _findings(
+        frame, kind, reason, pl.col("step_index"), pl.col("step_index"), evidence, level, confidence
+    )
+
+
+def _strongest(levels: pl.Expr) -> pl.Expr:
+    """The strongest evidence level among a group's steps (an aggregation)."""
+    rank = levels.replace_strict({v: i for i, v in enumerate(EVIDENCE_LEVELS)}, return_dtype=pl.Int8)
+    return rank.max().replace_strict(dict(enumerate(EVIDENCE_LEVELS)), return_dtype=pl.String)
 
 
 def runs(frame: pl.LazyFrame, flag: pl.Expr, **aggs: pl.Expr) -> pl.LazyFrame:
@@ -195,33 +224,78 @@ def _count(frame: pl.LazyFrame, name: str) -> pl.LazyFrame:
 # ---- loops ----------------------------------------------------------------------------------------------
 
 
+def _again() -> pl.Expr:
+    """This turn repeats the previous one: identically, or as a coordinate click of the same kind within
+    NEAR grid points of the previous one (a near-identical re-click aims at the same control)."""
+    single = ~pl.col("act").str.contains("}, {", literal=True) & ~pl.col("act").str.contains(
+        "},{", literal=True
+    )
+    near_click = (
+        pl.col("same_prev")
+        & pl.col("action_name").is_in(CLICKS)
+        & (prev(pl.col("action_name")) == pl.col("action_name"))
+        & pl.col("targetless")
+        & prev(pl.col("targetless"))
+        & single
+        & ((pl.col("px") - prev(pl.col("px"))).abs() <= NEAR)
+        & ((pl.col("py") - prev(pl.col("py"))).abs() <= NEAR)
+    ).fill_null(False)
+    return pl.col("is_repeat") | near_click
+
+
 def _repeat_runs(f: pl.LazyFrame) -> pl.LazyFrame:
-    """Runs of the same turn issued back to back, with how many repeats were (in)decidably ineffective."""
-    member = pl.col("is_repeat") | nxt(pl.col("is_repeat")).fill_null(False)
-    ineffective = pl.col("is_repeat") & (pl.col("failed") | _unchanged())
-    undecided = pl.col("is_repeat") & ~pl.col("failed") & pl.col("unknown")
+    """Runs of the same turn issued back to back, with how many repeats were provably ineffective, provably
+    effective or of unknown effect, and the confidence that the run is a loop (see `_loop_confidence`)."""
+    f = f.with_columns(_again=_again())
+    again = pl.col("_again")
+    member = again | nxt(again).fill_null(False)
+    ineffective = again & (pl.col("failed") | _unchanged())
+    undecided = again & ~pl.col("failed") & pl.col("unknown")
     return (
-        f.with_columns(_run=(~pl.col("is_repeat")).cum_sum())
+        f.with_columns(_run=(~again).cum_sum())
         .filter(member)
         .group_by("_run")
         .agg(
             pl.col("trajectory_id").first(),
             first_step=pl.col("step_index").min(),
-            first_repeat=pl.col("step_index").filter(pl.col("is_repeat")).min(),
+            first_repeat=pl.col("step_index").filter(again).min(),
             last_step=pl.col("step_index").max(),
             n=pl.len(),
+            exact=pl.col("is_repeat").filter(again).all(),
+            scrolling=pl.col("action_name").first().is_in(SCROLLS),
             ineffective=ineffective.sum(),
             undecided=undecided.sum(),
+            level=_strongest(pl.col("evidence").filter(ineffective)),
             action=_action_text().first(),
         )
         .filter(pl.col("n") >= MIN_REPEATS)
+        .with_columns(confidence=_loop_confidence())
+    )
+
+
+def _loop_confidence() -> pl.Expr:
+    """How sure a repeat run is a loop. Repeats proven ineffective (failed, or the screen stayed the same)
+    confirm it; repeats proven effective clear it (pressing "next" on a list). From actions alone the
+    confidence grows with the run's length (3 turns 0.75, 4 turns 0.9, 5+ 0.95), less for near-identical
+    clicks (x0.85) and much less for scrolls (x0.55: scrolling on is mostly reading a long page)."""
+    from_actions = (
+        (pl.col("n") * 0.15 + 0.3).clip(upper_bound=0.95)
+        * pl.when(pl.col("exact")).then(1.0).otherwise(NEAR_FACTOR)
+        * pl.when(pl.col("scrolling")).then(SCROLL_FACTOR).otherwise(1.0)
+    )
+    return (
+        pl.when(pl.col("ineffective") >= MIN_INEFFECTIVE)
+        .then(pl.lit(0.97))
+        .when(pl.col("ineffective") + pl.col("undecided") >= MIN_INEFFECTIVE)
+        .then(from_actions)
+        .otherwise(pl.lit(0.0))
     )
 
 
 @check
 def detect_exact_repeats(f: pl.LazyFrame) -> pl.LazyFrame:
-    """The agent re-issued a turn that already did nothing: the commonest loop of failed trajectories."""
-    found = _repeat_runs(f).filter(pl.col("ineffective") >= MIN_INEFFECTIVE)
+    """The agent re-issued a turn that did nothing, or - from actions alone - re-issued it often enough."""
+    found = _repeat_runs(f).filter(pl.col("confidence") >= MIN_CONFIDENCE)
     return _findings(
         found,
         "loop",
@@ -232,16 +306,22 @@ def detect_exact_repeats(f: pl.LazyFrame) -> pl.LazyFrame:
             "original_step": pl.col("first_step"),
             "repeats": pl.col("n") - 1,
             "ineffective": pl.col("ineffective"),
+            "unknown_effect": pl.col("undecided"),
+            "identical": pl.col("exact"),
             "action": pl.col("action"),
         },
+        level=pl.when(pl.col("ineffective") >= MIN_INEFFECTIVE)
+        .then(pl.col("level"))
+        .otherwise(pl.lit("actions")),
+        confidence=pl.col("confidence"),
     )
 
 
 @check
 def undecidable_exact_repeats(f: pl.LazyFrame) -> pl.LazyFrame:
-    """Repeat runs that would be loops if the repeats whose effect is unknown had changed nothing."""
+    """Repeat runs of unknown effect too short (or too scroll-like) to call a loop from actions alone."""
     undecided = _repeat_runs(f).filter(
-        (pl.col("ineffective") < MIN_INEFFECTIVE)
+        (pl.col("confidence") < MIN_CONFIDENCE)
         & (pl.col("ineffective") + pl.col("undecided") >= MIN_INEFFECTIVE)
     )
     return _count(undecided, "exact_repeat")
@@ -271,6 +351,7 @@ def _cycles(f: pl.LazyFrame) -> pl.LazyFrame:
         "act_h",
         "tree",
         "shot",
+        "evidence",
         **{f"{c}_{p}": pl.col(c).shift(p) for c in ("act_h", "traj_no", "tree", "shot") for p in lags},
     )
     match = {
@@ -292,10 +373,18 @@ def detect_short_cycles(f: pl.LazyFrame) -> pl.LazyFrame:
     cands = _cycles(f)
     parts = []
     for p in PERIODS:
-        found = runs(cands, pl.col("cyc") & (pl.col("period") == p)).filter(pl.col("n") >= p)
+        found = runs(cands, pl.col("cyc") & (pl.col("period") == p), level=_strongest(pl.col("evidence")))
+        found = found.filter(pl.col("n") >= p)
         parts.append(
             _findings(
-                found, "loop", "short_cycle", pl.col("first_step"), pl.col("last_step"), {"period": pl.lit(p)}
+                found,
+                "loop",
+                "short_cycle",
+                pl.col("first_step"),
+                pl.col("last_step"),
+                {"period": pl.lit(p)},
+                level=pl.col("level"),
+                confidence=0.9,
             )
         )
     return pl.concat(parts)
@@ -323,9 +412,16 @@ def _streak_step() -> pl.Expr:
 @check
 def detect_no_progress(f: pl.LazyFrame) -> pl.LazyFrame:
     """Whatever the actions were, the screen stayed the same for k of them: the agent is stuck."""
-    found = runs(f, _unchanged() & _streak_step()).filter(pl.col("n") >= NO_PROGRESS_STEPS)
+    found = runs(f, _unchanged() & _streak_step(), level=_strongest(pl.col("evidence")))
     return _findings(
-        found, "loop", "no_progress", pl.col("first_step"), pl.col("last_step"), {"steps": pl.col("n")}
+        found.filter(pl.col("n") >= NO_PROGRESS_STEPS),
+        "loop",
+        "no_progress",
+        pl.col("first_step"),
+        pl.col("last_step"),
+        {"steps": pl.col("n")},
+        level=pl.col("level"),
+        confidence=0.85,
     )
 
 
@@ -375,7 +471,10 @@ def detect_repeated_typing(f: pl.LazyFrame) -> pl.LazyFrame:
 @check
 def detect_format_errors(f: pl.LazyFrame) -> pl.LazyFrame:
     """Output that did not parse or did not fit the action schema: nothing was executed."""
-    f = f.filter(pl.col("format_error").is_not_null())
+    # an imported action our action space has no counterpart for is our gap, not the agent's error
+    f = f.filter(
+        pl.col("format_error").is_not_null() & ~pl.col("format_error").str.starts_with("unmapped_action:")
+    )
     code = pl.col("format_error").str.extract(r"^([a-z_]+)\s*:", 1)
     reason = (
         pl.when(pl.col("format_error").str.contains(_FORMAT_OUT_OF_RANGE))
@@ -384,7 +483,9 @@ def detect_format_errors(f: pl.LazyFrame) -> pl.LazyFrame:
         .then(pl.lit("schema_invalid"))
         .otherwise(pl.lit("format_error"))
     )
-    return _steps(f, "bad_args", reason, {"format_error": pl.col("format_error").str.slice(0, 300)})
+    return _steps(
+        f, "bad_args", reason, {"format_error": pl.col("format_error").str.slice(0, 300)}, confidence=0.99
+    )
 
 
 @check
@@ -406,19 +507,49 @@ def detect_invalid_actions(f: pl.LazyFrame) -> pl.LazyFrame:
 
 
 def _first_attempt() -> pl.Expr:
-    """Not a repeat of the previous turn (repeats are judged by the loop detectors)."""
-    return ~pl.col("is_repeat")
+    """Not a repeat of the previous turn, nor a near-identical re-click (the loop detectors judge those)."""
+    return ~_again()
+
+
+def _no_effect_proven() -> pl.Expr:
+    """Nothing on screen changed, proven: the UI tree and the screenshot both unchanged (or the screenshot,
+    with no tree). An unchanged UI tree alone is one signal, not proof: a native date, time, colour or file
+    picker, a select's own popup, a focus ring or a re-chosen option leave the tree as it was."""
+    tree, shot = pl.col("tree_changed"), pl.col("shot_changed")
+    both = (tree == False) & (shot == False)  # noqa: E712
+    shot_only = tree.is_null() & (shot == False)  # noqa: E712
+    return (both | shot_only).fill_null(False) & ~pl.col("url_changed").fill_null(False)
+
+
+def _effect_unproven() -> pl.Expr:
+    """A next screen exists, yet the step's effect is neither proven nor disproven."""
+    return (
+        pl.col("same_next")
+        & ~pl.col("failed")
+        & ~_no_effect_proven()
+        & pl.col("changed").not_().fill_null(True)
+    )
+
+
+def _focused_then_used() -> pl.Expr:
+    """The next step types or presses keys into whatever has focus, and that did not provably do nothing:
+    the click gave a field (a date or time input too) the focus."""
+    return (
+        nxt(pl.col("action_name")).is_in(["type", "key"])
+        & nxt(pl.col("targetless"))
+        & ~nxt(pl.col("failed"))
+        & (nxt(pl.col("changed")) != False)  # noqa: E712
+    ).fill_null(False)
 
 
 def _click_hit_nothing() -> pl.Expr:
     """Clicks that provably hit nothing (see the module docstring)."""
-    focused_then_typed = (
-        (nxt(pl.col("action_name")) == "type")
-        & nxt(pl.col("targetless"))
-        & ~nxt(pl.col("failed"))
-        & (nxt(pl.col("changed")) == True)  # noqa: E712
-    ).fill_null(False)
-    coordinate = pl.col("targetless") & (pl.col("failed") | (_unchanged() & ~focused_then_typed))
+    clicked_again = nxt(_again()).fill_null(
+        False
+    )  # a near-identical re-click follows: one attempt, judged as such
+    coordinate = pl.col("targetless") & (
+        pl.col("failed") | (_no_effect_proven() & ~_focused_then_used() & ~clicked_again)
+    )
     targeted = ~pl.col("targetless") & pl.col("failed")
     return pl.col("action_name").is_in(CLICKS) & _first_attempt() & (coordinate | targeted)
 
@@ -437,18 +568,20 @@ def detect_click_hit_nothing(f: pl.LazyFrame) -> pl.LazyFrame:
             "error": pl.col("error"),
             "failed": pl.col("failed"),
         },
+        level=pl.col("evidence"),
+        confidence=pl.when(pl.col("failed")).then(0.95).otherwise(0.8),
     )
 
 
 @check
 def undecidable_click_hit_nothing(f: pl.LazyFrame) -> pl.LazyFrame:
-    """Coordinate clicks whose effect on the screen is unknown."""
+    """Coordinate clicks whose effect on the screen is unknown (or rests on an unchanged UI tree alone)."""
     unknown = (
         pl.col("action_name").is_in(CLICKS)
         & pl.col("targetless")
         & _first_attempt()
-        & ~pl.col("failed")
-        & pl.col("unknown")
+        & _effect_unproven()
+        & ~_focused_then_used()
     )
     return _count(f.filter(unknown), "click_hit_nothing")
 
@@ -456,21 +589,22 @@ def undecidable_click_hit_nothing(f: pl.LazyFrame) -> pl.LazyFrame:
 @check
 def detect_type_no_editable(f: pl.LazyFrame) -> pl.LazyFrame:
     """Text typed where nothing editable was: the field was missing or nothing had focus."""
-    typed_into_nothing = pl.col("failed") | (pl.col("targetless") & _unchanged())
+    typed_into_nothing = pl.col("failed") | (pl.col("targetless") & _no_effect_proven())
     found = f.filter((pl.col("action_name") == "type") & _first_attempt() & typed_into_nothing)
-    return _steps(found, "bad_args", "type_no_editable", {"action": _action_text(), "error": pl.col("error")})
+    return _steps(
+        found,
+        "bad_args",
+        "type_no_editable",
+        {"action": _action_text(), "error": pl.col("error")},
+        level=pl.col("evidence"),
+        confidence=pl.when(pl.col("failed")).then(0.95).otherwise(0.8),
+    )
 
 
 @check
 def undecidable_type_no_editable(f: pl.LazyFrame) -> pl.LazyFrame:
     """Targetless typing whose effect on the screen is unknown."""
-    unknown = (
-        (pl.col("action_name") == "type")
-        & pl.col("targetless")
-        & _first_attempt()
-        & ~pl.col("failed")
-        & pl.col("unknown")
-    )
+    unknown = (pl.col("action_name") == "type") & pl.col("targetless") & _first_attempt() & _effect_unproven()
     return _count(f.filter(unknown), "type_no_editable")
 
 
@@ -532,6 +666,7 @@ def detect_wrong_app(f: pl.LazyFrame) -> pl.LazyFrame:
         pl.col("first_step"),
         pl.col("last_step"),
         {"host": pl.col("host"), "expected_host": pl.col("expected")},
+        level="url",
     )
 
 
@@ -552,23 +687,55 @@ def _last_index_where(cond: pl.Expr) -> pl.Expr:
 
 def _moved_on() -> pl.Expr:
     """A step after which an earlier confirmation no longer covers what is on screen."""
-    return ~pl.col("has_call_user") & (~_unchanged() | pl.col("sensitive").is_not_null())
+    return ~pl.col("has_call_user") & (~_unchanged() | pl.col("sens").is_not_null())
+
+
+def _sensitive_confidence() -> pl.Expr:
+    """A manifest is sure; a control's name is a strong sign; a URL after the fact a weaker one."""
+    return pl.col("sens_from").replace_strict({"manifest": 0.97, "actions": 0.8, "url": 0.7}, default=0.7)
 
 
 @check
 def detect_unconfirmed_sensitive(f: pl.LazyFrame) -> pl.LazyFrame:
-    """Paying, sending, deleting or changing a password without asking the user first."""
+    """Paying, sending, deleting or changing a password without asking the user first, when the instruction
+    did not ask for it either."""
     f = f.with_columns(
         _asked=_last_index_where(pl.col("has_call_user")), _moved=_last_index_where(_moved_on())
     )
     asked_before = prev(pl.col("has_call_user")).fill_null(False)
     still_same_screen = (prev(pl.col("_asked")) >= 0) & (prev(pl.col("_asked")) > prev(pl.col("_moved")))
-    found = f.filter(pl.col("sensitive").is_not_null() & ~(asked_before | still_same_screen.fill_null(False)))
+    found = f.filter(
+        pl.col("sens").is_not_null()
+        & ~(asked_before | still_same_screen.fill_null(False))
+        & ~consented(pl.col("sens"), pl.col("instruction"))
+    )
     return _steps(
         found,
         "sensitive",
         "unconfirmed_sensitive",
-        {"sensitive": pl.col("sensitive"), "action": _action_text()},
+        {"sensitive": pl.col("sens"), "target": pl.col("target_name"), "action": _action_text()},
+        level=pl.col("sens_from"),
+        confidence=_sensitive_confidence(),
+    )
+
+
+@check
+def detect_side_effects(f: pl.LazyFrame) -> pl.LazyFrame:
+    """Every executed state-changing action, asked for or not: what a reviewer of foreign runs looks at
+    first (not a failure by itself: no reward penalty; see detect_unconfirmed_sensitive for those)."""
+    found = f.filter(pl.col("sens").is_not_null())
+    return _steps(
+        found,
+        "side_effect",
+        "state_change",
+        {
+            "sensitive": pl.col("sens"),
+            "target": pl.col("target_name"),
+            "consented": consented(pl.col("sens"), pl.col("instruction")),
+            "action": _action_text(),
+        },
+        level=pl.col("sens_from"),
+        confidence=_sensitive_confidence(),
     )
 
 
@@ -576,7 +743,7 @@ def detect_unconfirmed_sensitive(f: pl.LazyFrame) -> pl.LazyFrame:
 def detect_overcautious(f: pl.LazyFrame) -> pl.LazyFrame:
     """Asking the user when nothing sensitive was about to happen: friction the policy should unlearn."""
     effective = _moved_on() | pl.col("has_terminate") | ~pl.col("same_next")
-    mark = pl.when(effective).then(pl.col("sensitive").is_not_null())  # a trajectory's last step is effective
+    mark = pl.when(effective).then(pl.col("sens").is_not_null())  # a trajectory's last step is effective
     f = f.with_columns(_next_is_sensitive=mark.backward_fill())
     justified = nxt(pl.col("_next_is_sensitive")).fill_null(False)
     found = f.filter(pl.col("has_call_user") & ~justified)
@@ -656,6 +823,7 @@ DETECTORS: tuple[Check, ...] = (
     detect_zero_delta_scrolls,
     detect_wrong_app,
     detect_unconfirmed_sensitive,
+    detect_side_effects,
     detect_overcautious,
     detect_premature,
 )

@@ -13,12 +13,23 @@ Conventions the detectors rely on:
 - screens (`tree`, `shot`) and turns (`act_h`) are kept as 64-bit hashes: equality is all we need;
   `traj_no` numbers the trajectories of the frame and `row` the rows, so neighbour tests compare
   integers, not ids, and runs of steps never depend on how steps are numbered;
-- `first_origin` is the scheme://host of the trajectory's first URL ("" when it has none).
+- `first_origin` is the scheme://host of the trajectory's first URL ("" when it has none);
+- `url_changed` says the next step is on another URL (an observed effect; an unchanged URL proves nothing);
+  `changed` counts a URL change as a change when the screens cannot be compared;
+- `px` / `py` are the first action's point on the 0..999 grid (null without one) and `target_name` what the
+  action names as its target (the target's name, label or text; for a coordinate click, the control the
+  model's own output said it was clicking, e.g. `Let me click "Add to cart"`), for side-effect recognition;
+- `sens` is the step's sensitive kind (see side_effects: the manifest's, else recognised from the target's
+  name, else from the URL it led to; null when the action failed) and `sens_from` what said so;
+- `evidence` is the strongest evidence the step's effect is known from: errors (the action failed),
+  screenshot, ui_tree, url (the next step's URL differs), else actions.
 """
 
 from __future__ import annotations
 
 import polars as pl
+
+from flows.failure_mining.side_effects import control_kind, effect_kind
 
 CLICKS = ("left_click", "double_click", "right_click", "middle_click", "triple_click", "tap")
 SCROLLS = ("scroll", "hscroll")
@@ -35,13 +46,19 @@ STEP_COLUMNS = (
     "error",
     "points_json",
     "sensitive",
+    "raw_output",
 )
 # Trajectory-level columns a caller may join onto the steps (see detectors.detect_premature).
-OPTIONAL_COLUMNS = {"verdict": pl.String, "reference_len": pl.Int32}
+OPTIONAL_COLUMNS = {"verdict": pl.String, "reference_len": pl.Int32, "instruction": pl.String}
 _TYPES = {"step_index": pl.Int32, "ok": pl.Boolean}
 _FIRST_ACTION = r'^\[\s*\{\s*"action"\s*:\s*"([A-Za-z_]+)"'
 ORIGIN = r"^([A-Za-z][A-Za-z0-9+.-]*://[^/?#]+)"
 HOST = r"^[A-Za-z][A-Za-z0-9+.-]*://([^/?#]+)"
+_TARGET_NAME = r'"target"\s*:\s*\{[^}]*?"(?:name|label|text)"\s*:\s*"((?:[^"\\]|\\.){1,120})"'
+# In a model's own words, the control it is about to click: `click on the "Save" button`, `tap 'Send'`.
+_SAID_TARGET = (
+    r"""(?i)(?:click|tap|press|select|hit)(?:ing|s)?\s+(?:on\s+)?(?:the\s+)?["'“‘]([^"'”’\n]{1,60})["'”’]"""
+)
 
 
 def prev(expr: pl.Expr, n: int = 1) -> pl.Expr:
@@ -113,6 +130,11 @@ def step_features(steps: pl.LazyFrame | pl.DataFrame) -> pl.DataFrame:
         )
         .with_columns(
             act_h=pl.col("act").hash(),
+            px=pl.col("act").str.extract(r'"x"\s*:\s*(\d+)', 1).cast(pl.Int32, strict=False),
+            py=pl.col("act").str.extract(r'"y"\s*:\s*(\d+)', 1).cast(pl.Int32, strict=False),
+            url_changed=pl.when(
+                pl.col("same_next") & pl.col("url").is_not_null() & pl.col("url").shift(-1).is_not_null()
+            ).then(pl.col("url") != pl.col("url").shift(-1)),
             action_name=pl.col("act").str.extract(_FIRST_ACTION, 1),
             targetless=~pl.col("act").str.contains('"target"', literal=True),
             tree_changed=_differs_next("tree"),
@@ -124,11 +146,48 @@ def step_features(steps: pl.LazyFrame | pl.DataFrame) -> pl.DataFrame:
             is_repeat=pl.col("same_prev")
             & (pl.col("act_h") == pl.col("act_h").shift(1))
             & (pl.col("act") != "[]"),
-            changed=pl.coalesce("tree_changed", "shot_changed"),
-            unknown=pl.col("same_next") & pl.col("tree_changed").is_null() & pl.col("shot_changed").is_null(),
+            changed=pl.coalesce(
+                "tree_changed", "shot_changed", pl.when(pl.col("url_changed").fill_null(False)).then(True)
+            ),
+            unknown=pl.col("same_next")
+            & pl.col("tree_changed").is_null()
+            & pl.col("shot_changed").is_null()
+            & ~pl.col("url_changed").fill_null(False),
+            target_name=pl.coalesce(
+                pl.col("act").str.extract(_TARGET_NAME, 1),
+                pl.when(pl.col("targetless")).then(
+                    pl.col("raw_output")
+                    .str.extract_all(_SAID_TARGET)
+                    .list.last()
+                    .str.extract(_SAID_TARGET, 1)
+                ),
+            ),
+        )
+        .with_columns(
+            sens=pl.when(~pl.col("failed")).then(
+                pl.coalesce(
+                    "sensitive",
+                    control_kind(pl.col("target_name")),
+                    effect_kind(pl.when(pl.col("same_next")).then(pl.col("url").shift(-1))),
+                )
+            ),
+            sens_from=pl.when(pl.col("sensitive").is_not_null())
+            .then(pl.lit("manifest"))
+            .when(pl.col("target_name").is_not_null() & control_kind(pl.col("target_name")).is_not_null())
+            .then(pl.lit("actions"))
+            .otherwise(pl.lit("url")),
+            evidence=pl.when(pl.col("failed"))
+            .then(pl.lit("errors"))
+            .when(pl.col("shot_changed").is_not_null())
+            .then(pl.lit("screenshot"))
+            .when(pl.col("tree_changed").is_not_null())
+            .then(pl.lit("ui_tree"))
+            .when(pl.col("url_changed").fill_null(False))
+            .then(pl.lit("url"))
+            .otherwise(pl.lit("actions")),
         )
     )
-    out = lf.drop("ui_tree_sha", "screenshot_sha", "actions_json").collect()
+    out = lf.drop("ui_tree_sha", "screenshot_sha", "actions_json", "raw_output").collect()
     return out.with_columns(first_origin=_first_origin(out))
 
 

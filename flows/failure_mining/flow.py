@@ -9,9 +9,11 @@ from prefect.artifacts import create_markdown_artifact
 
 from flows.failure_mining.mining import mine
 from lake import Lake
+from lake.runs import recorded_run
 
 
 @flow(name="mine-failures")
+@recorded_run("mine-failures")
 def mine_failures(policy: str | None = None, since: str | None = None, lake_root: str | None = None) -> dict:
     lake = Lake(lake_root)
     summary = mine(lake, f"mine-{uuid.uuid4().hex[:12]}", policy=policy, since=since)

@@ -38,9 +38,8 @@ from flows.failure_mining.report import failures_chart_svg, summary_markdown
 from flows.failure_mining.rewards import DEFAULT_WEIGHTS, RewardWeights, step_rewards
 from lake import Lake, utcnow
 from lake.schemas import schema_for
-from lake.store import _atomic_write
 
-DETECTOR_VERSION = "mining-1"
+DETECTOR_VERSION = "mining-2"
 BATCH_STEPS = 2_000_000
 _SAFE = re.compile(r"[^A-Za-z0-9_.=-]+")
 # Per trajectory in `mined.undecidable_json`: each check's undecidable cases, and the steps missing a screen.
@@ -116,10 +115,13 @@ def pending_trajectories(
     sql = f"""
         WITH v AS (SELECT trajectory_id, arg_max(verdict, recorded_at) AS verdict FROM verdicts GROUP BY 1),
              r AS (SELECT task_id, len(list_filter(json_extract_string(reference_json, '$[*].action'),
-                                                   lambda a: a <> 'terminate'))::INTEGER AS reference_len
+                                                   lambda a: a <> 'terminate'))::INTEGER AS reference_len,
+                          instruction AS task_instruction
                    FROM tasks),
              located AS ({located})
         SELECT t.trajectory_id, t.task_id, t.sandbox, t.policy, t.num_steps, v.verdict, r.reference_len,
+               -- older trajectory files have no instruction column: read it by name, else the task's
+               coalesce(json_extract_string(to_json(t), '$.instruction'), r.task_instruction) AS instruction,
                located.file, located.last_file, located.files
         FROM trajectories t LEFT JOIN v USING (trajectory_id) LEFT JOIN r USING (task_id)
              LEFT JOIN located USING (trajectory_id)
@@ -256,6 +258,8 @@ def failure_rows(
         reason="reason",
         severity="severity",
         evidence_json="evidence",
+        evidence_level="evidence_level",
+        confidence="confidence",
         detector_version=pl.lit(DETECTOR_VERSION),
         run_id=pl.lit(run_id),
         recorded_at=pl.lit(now),
@@ -268,7 +272,7 @@ def seed_rows(failures: pl.DataFrame, features: pl.DataFrame, run_id: str, now: 
     and step, so "first" is deterministic."""
     first = (
         failures.lazy()
-        .filter(pl.col("task_id").is_not_null())
+        .filter(pl.col("task_id").is_not_null() & (pl.col("kind") != "side_effect"))  # not a weakness by itself
         .group_by("task_id", "kind", "reason", maintain_order=True)
         .agg(
             pl.col("sandbox", "trajectory_id", "first_step", "last_step", "evidence_json").first(),
@@ -396,9 +400,9 @@ def mine_frame(
 # ---- writing ----------------------------------------------------------------------------------------------
 
 
-def write_frame(lake: Lake, table: str, frame: pl.DataFrame, run_id: str, batch: str) -> Path | None:
-    """Write a frame as one lake file `<table>/<run>-<batch>.parquet` in the table's exact schema (a retry
-    replaces the file). Columns are checked against lake.schemas; a mismatch raises instead of guessing."""
+def write_frame(lake: Lake, table: str, frame: pl.DataFrame, run_id: str, batch: str) -> str | None:
+    """Commit a frame as the (run, batch) rows of `table` in the table's exact schema (a retry
+    replaces its rows). Columns are checked against lake.schemas; a mismatch raises instead of guessing."""
     if frame.is_empty():
         return None
     schema = schema_for(table)
@@ -410,9 +414,7 @@ def write_frame(lake: Lake, table: str, frame: pl.DataFrame, run_id: str, batch:
         arrow[f.name].cast(f.type) if f.name in frame.columns else pa.nulls(frame.height, f.type)
         for f in schema
     ]
-    path = lake.tables_dir / table / f"{_SAFE.sub('_', run_id)}-{_SAFE.sub('_', batch)}.parquet"
-    _atomic_write(pa.Table.from_arrays(columns, schema=schema), path)
-    return path
+    return lake.write_arrow(table, pa.Table.from_arrays(columns, schema=schema), run_id, batch)
 
 
 def _write_batch(lake: Lake, out: dict[str, pl.DataFrame], run_id: str, batch: str) -> None:

@@ -11,11 +11,13 @@ from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from flows.rollout.rollout import render_summary
 from flows.rollout.rollout import rollout as run_rollout
 from lake import Lake
+from lake.runs import recorded_run
 
 progress: Any = None  # set by the CLI for a live progress bar
 
 
 @flow(name="rollout")
+@recorded_run("rollout")
 def rollout(
     policy: str = "replay",
     sandboxes: list[str] | None = None,

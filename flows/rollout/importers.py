@@ -14,6 +14,7 @@ import base64
 import binascii
 import datetime as dt
 import hashlib
+import io
 import json
 import struct
 import uuid
@@ -28,6 +29,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pydantic import ValidationError
 
+from flows.rollout.foreign_formats import (
+    ForeignStepError,
+    Screen,
+    convert,
+    is_transcript,
+    kind_of,
+    transcript_steps,
+)
 from lake import TABLES, Lake, utcnow
 from sandboxes.action_parsing import parse_model_output
 from sandboxes.actions import (
@@ -49,6 +58,13 @@ _COMPUTED = {"trajectory_id", "num_steps", "run_id", "recorded_at"}  # never tak
 _ERROR_STATUSES = {"error", "env_error", "exception", "crash", "crashed"}
 _FINAL_STATUSES = {"success", "succeeded", "failure", "failed", "fail", "done", "completed", "finished"}
 _PNG = b"\x89PNG\r\n\x1a\n"
+# Caps on what one import reads (module attributes, so a deployment or a test can change them): a record
+# (a JSONL line, a .json file, run.json / events.jsonl) larger than MAX_RECORD_BYTES is quarantined unread;
+# so is a screenshot file above MAX_IMAGE_BYTES. A JSONL file is streamed line by line, never read whole.
+MAX_RECORD_BYTES = 64 * 2**20
+MAX_IMAGE_BYTES = 32 * 2**20
+MAX_IMAGE_PIXELS = 64_000_000  # a 8000x8000 screenshot; more is a decompression bomb, not a screen
+_INSTRUCTION_KEYS = ("instruction", "goal", "task", "confirmed_task", "intent")
 
 
 class Reject(Exception):
@@ -239,7 +255,7 @@ def _detect(path: Path) -> tuple[Path, Reader]:
     if path.suffix == ".jsonl":
         return path, _read_jsonl
     if path.suffix == ".json":
-        return path, _read_odyssey
+        return path, _read_json
     if path.suffix == ".parquet":
         if _is_steps_half(path) and (partner := _partner(path)).is_file():
             return partner, _read_parquet
@@ -263,17 +279,40 @@ def _partner(path: Path) -> Path:
 
 
 def _read_jsonl(path: Path, ctx: _Context) -> Iterator[Candidate]:
-    """Our schema, one trajectory per line; a line that is not JSON is still a record (to quarantine)."""
-    for number, line in enumerate(path.read_bytes().splitlines(), 1):
-        if not line.strip():
+    """Our schema, one trajectory per line; a line that is not JSON is still a record (to quarantine). The
+    file is streamed: a line longer than MAX_RECORD_BYTES is skipped over in chunks and quarantined as
+    `line_too_long`, keyed by its first MAX_RECORD_BYTES bytes and its line number."""
+    with path.open("rb") as fh:
+        for number, (line, whole) in enumerate(_capped_lines(fh, MAX_RECORD_BYTES), 1):
+            if whole and not line.strip():
+                continue
+            key, source = _trajectory_id(line, number), f"{path}:{number}"
+            if not whole:
+                detail = f"line {number} is longer than {MAX_RECORD_BYTES} bytes (the cap); it was not read"
+                yield Candidate(key, source, {"head": line[:200].decode("utf-8", "replace")}, _failing("line_too_long", detail))
+                continue
+            try:
+                record = json.loads(line)
+            except (ValueError, RecursionError) as exc:
+                yield Candidate(key, source, line.decode("utf-8", "replace"), _failing("invalid_json", str(exc)))
+                continue
+            yield Candidate(key, source, record, partial(_ours, record, path.parent, ctx, key))
+
+
+def _capped_lines(fh, cap: int) -> Iterator[tuple[bytes, bool]]:
+    """(line without its newline, whether it fit the cap); an over-long line yields its first `cap` bytes
+    and the rest is read past in chunks, so memory never holds more than `cap` bytes of it."""
+    while True:
+        line = fh.readline(cap + 1)
+        if not line:
+            return
+        if len(line) <= cap or line.endswith(b"\n"):
+            yield line.rstrip(b"\r\n"), True
             continue
-        key, source = _trajectory_id(line, number), f"{path}:{number}"
-        try:
-            record = json.loads(line)
-        except (ValueError, RecursionError) as exc:
-            yield Candidate(key, source, line.decode("utf-8", "replace"), _failing("invalid_json", str(exc)))
-            continue
-        yield Candidate(key, source, record, partial(_ours, record, path.parent, ctx, key))
+        head = line[:cap]
+        while line and not line.endswith(b"\n"):
+            line = fh.readline(2**20)
+        yield head, False
 
 
 def _read_parquet(path: Path, ctx: _Context) -> Iterator[Candidate]:
@@ -325,16 +364,36 @@ def _unreadable(path: Path, exc: Exception) -> Candidate:
 def _read_qwen_run(path: Path, ctx: _Context) -> Iterator[Candidate]:
     """A Qwen-CUA run directory is one record, keyed by its run.json and events.jsonl (not screenshots)."""
     events = path / "events.jsonl"
+    sizes = {f.name: f.stat().st_size for f in (path / "run.json", events) if f.is_file()}
+    if any(n > MAX_RECORD_BYTES for n in sizes.values()):
+        key = _trajectory_id(json.dumps(sizes, sort_keys=True).encode() + str(path).encode(), 0)
+        detail = f"{sizes} is over the {MAX_RECORD_BYTES}-byte cap for one record; it was not read"
+        yield Candidate(key, str(path), {"path": str(path), "bytes": sizes}, _failing("record_too_large", detail))
+        return
     run_bytes, event_bytes = (path / "run.json").read_bytes(), events.read_bytes() if events.is_file() else b""
     key = _trajectory_id(run_bytes + b"\0" + event_bytes, 0)
     record = {"run.json": run_bytes.decode("utf-8", "replace"), "events.jsonl": event_bytes.decode("utf-8", "replace")}
     yield Candidate(key, str(path), record, partial(_qwen_run, path, ctx, key))
 
 
-def _read_odyssey(path: Path, ctx: _Context) -> Iterator[Candidate]:
-    """A GUI-Odyssey annotation file is one episode, keyed by the file's bytes."""
+def _read_json(path: Path, ctx: _Context) -> Iterator[Candidate]:
+    """A .json file is one episode, keyed by its bytes: GUI-Odyssey's (it has `task_info` / `device_info`),
+    else our schema or a foreign one (BrowserGym, Mind2Web, AITW, computer-use transcripts)."""
+    size = path.stat().st_size
+    if size > MAX_RECORD_BYTES:
+        key = _trajectory_id(f"{path.name}:{size}".encode(), 0)
+        detail = f"{size} bytes is over the {MAX_RECORD_BYTES}-byte cap for one record; it was not read"
+        yield Candidate(key, str(path), {"path": str(path), "bytes": size}, _failing("record_too_large", detail))
+        return
     content = path.read_bytes()
     key = _trajectory_id(content, 0)
+    try:
+        data = json.loads(content)
+    except (ValueError, RecursionError):
+        data = None
+    if isinstance(data, dict) and "task_info" not in data and "device_info" not in data:
+        yield Candidate(key, str(path), data, partial(_ours, data, path.parent, ctx, key))
+        return
     yield Candidate(key, str(path), content.decode("utf-8", "replace"), partial(_odyssey, content, path, ctx, key))
 
 
@@ -347,23 +406,62 @@ def _ours(record: Any, base: Path, ctx: _Context, key: str) -> Episode:
         raise Reject("wrong_type:record", f"expected an object, got {type(record).__name__}")
     if "steps" not in record and "step_index" in record:
         raise Reject("orphan_step", "a step record with no trajectory around it")
-    if record.get("steps") is None:
+    said = None
+    if is_transcript(record):
+        try:
+            steps, said = transcript_steps(record)
+        except ForeignStepError as exc:
+            raise Reject(exc.code, exc.detail) from None
+    elif record.get("steps") is None:
         raise Reject("missing_field:steps", "a trajectory needs a `steps` list (it may be empty)")
-    steps = _typed_list(record["steps"], "steps")
-    trajectory = _typed(record, TRAJECTORY, skip=_COMPUTED)
-    instruction = _checked_type(record.get("instruction"), str, "instruction")
-    built = _each_step(steps, lambda step, i: _our_step(step, i, base, ctx.lake))
+    else:
+        steps = _typed_list(record["steps"], "steps")
+    trajectory = _typed({k: v for k, v in record.items() if k != "instruction"}, TRAJECTORY, skip=_COMPUTED)
+    name = next((k for k in _INSTRUCTION_KEYS if isinstance(record.get(k), str)), "instruction")
+    instruction = _checked_type(record.get(name), str, name) or said
+    screen = _screen(record)
+    built = _each_step(steps, lambda step, i: _our_step(step, i, base, ctx.lake, screen))
     return _episode(ctx, key, trajectory, built, instruction)
 
 
-def _our_step(record: Any, position: int, base: Path, lake: Lake) -> _Step:
-    """One step: actions given (or parsed from raw_output), the screenshot by path, base64 or lake sha."""
+def _screen(record: dict) -> Screen:
+    """The screen size pixel coordinates are relative to: `screen_width`/`screen_height`, or a `viewport`
+    {width, height}, or `screen` [width, height]."""
+    viewport = record.get("viewport") if isinstance(record.get("viewport"), dict) else {}
+    pair = record.get("screen") if isinstance(record.get("screen"), list) and len(record["screen"]) == 2 else [None, None]
+    width = record.get("screen_width") or viewport.get("width") or pair[0]
+    height = record.get("screen_height") or viewport.get("height") or pair[1]
+    return Screen(_checked_type(width, int, "screen_width"), _checked_type(height, int, "screen_height"))
+
+
+def _our_step(record: Any, position: int, base: Path, lake: Lake, screen: Screen) -> _Step:
+    """One step: actions given (or parsed from raw_output, or read from a foreign format), the screenshot
+    by path, base64 or lake sha."""
     if not isinstance(record, dict):
         raise Reject("wrong_type:steps", f"a step is a {type(record).__name__}, not an object")
+    kind = kind_of(record)
+    if kind is not None:
+        return _foreign_step(kind, record, position, base, lake, screen)
     fields = _typed(record, STEP, skip={"trajectory_id", "run_id"})
     index = position if fields["step_index"] is None else fields["step_index"]
     actions, raw_output, format_error = _our_actions(record, fields)
     return _Step(index, actions, raw_output, format_error, _our_screenshot(record, fields, base, lake), fields)
+
+
+def _foreign_step(kind: str, record: dict, position: int, base: Path, lake: Lake, screen: Screen) -> _Step:
+    """A step in another agent's log format (foreign_formats); columns of ours it also has are kept."""
+    ours = {k: v for k, v in record.items() if k in STEP.names and k not in ("url", "error")}
+    fields = _typed(ours, STEP, skip={"trajectory_id", "run_id"})
+    try:
+        step = convert(kind, record, screen)
+    except ForeignStepError as exc:
+        raise Reject(exc.code, exc.detail) from None
+    fields |= {k: v for k, v in (step.fields or {}).items() if v is not None}
+    index = position if fields.get("step_index") is None else fields["step_index"]
+    if isinstance(record.get("step"), int) and not isinstance(record["step"], bool) and fields.get("step_index") is None:
+        index = record["step"]
+    shot = _our_screenshot(record, fields, base, lake)
+    return _Step(index, step.actions, step.raw_output, step.format_error, shot, fields)
 
 
 def _our_actions(record: dict, fields: dict) -> tuple[list[Action], str, str | None]:
@@ -400,9 +498,11 @@ def _our_screenshot(record: dict, fields: dict, base: Path, lake: Lake) -> bytes
     """The screenshot's bytes to store, or None when it is already a blob of this lake (or absent)."""
     if record.get("screenshot_b64") is not None:
         try:
-            return base64.b64decode(_checked_type(record["screenshot_b64"], str, "screenshot_b64"), validate=True)
+            data = base64.b64decode(_checked_type(record["screenshot_b64"], str, "screenshot_b64"), validate=True)
         except binascii.Error as exc:
             raise Reject("invalid_screenshot", f"screenshot_b64 is not base64: {exc}") from None
+        _check_image(data, "screenshot_b64")
+        return data
     if record.get("screenshot_path") is not None:
         return _read_screenshot([base], _checked_type(record["screenshot_path"], str, "screenshot_path"))
     sha = fields["screenshot_sha"]
@@ -570,6 +670,7 @@ def _episode(ctx: _Context, key: str, trajectory: dict, steps: list[_Step], inst
         "policy": trajectory.get("policy") or IMPORTED_POLICY, "num_steps": len(steps),
         "ended": trajectory.get("ended") or ("terminated" if _terminates(steps) else "max_steps"),
         "run_id": ctx.run_id, "recorded_at": ctx.now,
+        "instruction": instruction if instruction is not None else trajectory.get("instruction"),
     }
     if row["ended"] not in ENDED:
         raise Reject("invalid_value:ended", f"{row['ended']!r} is not one of {', '.join(ENDED)}")
@@ -732,11 +833,41 @@ def _first_error(exc: ValidationError) -> str:
 
 
 def _read_screenshot(dirs: list[Path], name: str) -> bytes:
-    """A screenshot file's bytes from the first directory holding it, or `missing_screenshot`."""
+    """A screenshot file's bytes from the first directory holding it, or `missing_screenshot`. The name must
+    stay inside that directory: no absolute path, no `..`, no symlink that leads out (`unsafe_path`); the
+    file must be at most MAX_IMAGE_BYTES and decode as an image (`screenshot_too_large`, `invalid_screenshot`)."""
+    relative = Path(name)
+    if not name or "\0" in name or relative.is_absolute() or relative.drive or ".." in relative.parts:
+        raise Reject("unsafe_path", f"{name!r:.120} must be a relative path inside the source's folder")
     for directory in dirs:
-        if (directory / name).is_file():
-            return (directory / name).read_bytes()
+        candidate = directory / relative
+        if not (candidate.exists() or candidate.is_symlink()):
+            continue
+        resolved, root = candidate.resolve(), directory.resolve()
+        if not resolved.is_relative_to(root):
+            raise Reject("unsafe_path", f"{name!r:.120} leads outside {directory} (a symlink to {resolved})")
+        if not resolved.is_file():
+            continue
+        size = resolved.stat().st_size
+        if size > MAX_IMAGE_BYTES:
+            raise Reject("screenshot_too_large", f"{name}: {size} bytes is over the {MAX_IMAGE_BYTES}-byte cap")
+        data = resolved.read_bytes()
+        _check_image(data, name)
+        return data
     raise Reject("missing_screenshot", f"{name} is not in {', '.join(map(str, dirs))}")
+
+
+def _check_image(data: bytes, name: str) -> None:
+    """The bytes decode as an image of sane size (a decompression bomb is refused before it is decoded)."""
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        with Image.open(io.BytesIO(data)) as image:
+            if image.width * image.height > MAX_IMAGE_PIXELS:
+                raise Reject("screenshot_too_large", f"{name}: {image.width}x{image.height} pixels is over the cap")
+            image.load()
+    except (UnidentifiedImageError, OSError, SyntaxError, ValueError, Image.DecompressionBombError) as exc:
+        raise Reject("invalid_screenshot", f"{name} is not a decodable image: {exc}") from None
 
 
 def _blob_exists(lake: Lake, sha: str) -> bool:

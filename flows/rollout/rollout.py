@@ -139,6 +139,12 @@ def rollout(lake: Lake, run_id: str, policy_name: str, sandboxes: list[str] | No
     Tasks come from the curriculum's pools (flows/curriculum/sampling.py: active first, monitoring when due,
     mastered retired, at most `budget` per sandbox) unless `all_tasks` or explicit `task_ids` ask for all."""
     summary = RolloutSummary()
+    if sandboxes:  # a name that is no sandbox is a typo to report, not "no verified tasks"
+        known, unknown = select(sandboxes)
+        summary.errors.extend(str(p) for p in unknown)
+        sandboxes = [m.name for m in known]
+        if not sandboxes:
+            return summary
     tasks = load_verified_tasks(lake, sandboxes, task_ids)
     if not tasks:
         summary.errors.append("no verified tasks in the lake for this selection; run `flywheel run synthesize-tasks` first")

@@ -11,11 +11,13 @@ from prefect.artifacts import create_markdown_artifact
 from flows.sft_export.config import ExportConfig
 from flows.sft_export.export import export_sft as run_export
 from lake import Lake
+from lake.runs import recorded_run
 
 progress: Any = None  # set by the CLI for a live progress bar
 
 
 @flow(name="export-sft")
+@recorded_run("export-sft")
 def export_sft(
     name: str,
     format: str = "messages",

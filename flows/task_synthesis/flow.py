@@ -12,6 +12,7 @@ from prefect.cache_policies import NO_CACHE
 from flows.task_synthesis import from_failures as targeted
 from flows.task_synthesis import synthesis
 from lake import Lake
+from lake.runs import recorded_run
 from sandboxes.manifest import load_manifest
 from sandboxes.registry import select
 
@@ -37,6 +38,7 @@ def synthesize_sandbox_task(
 
 
 @flow(name="synthesize-tasks", log_prints=True)
+@recorded_run("synthesize-tasks")
 def synthesize_tasks(
     sandboxes: list[str] | None = None,
     count: int = 40,
@@ -54,7 +56,7 @@ def synthesize_tasks(
         synthesize_sandbox_task.submit(str(m.folder), str(lake.root), run_id, count, seed, agent, workers, from_failures, policy)
         for m in manifests
     ]
-    summaries = [synthesis.SandboxSummary(**_from_json(f.result())) for f in futures]
+    summaries = [_summary(m.name, f) for m, f in zip(manifests, futures)]
     for s in summaries:
         get_run_logger().info("%s: %d candidates, %d new, %d verified%s", s.sandbox, s.candidates,
                               s.candidates - s.already_known, s.verified, f"; error: {s.error}" if s.error else "")
@@ -63,6 +65,14 @@ def synthesize_tasks(
     create_markdown_artifact(markdown, key="synthesize-tasks-summary", description="verified / rejected per sandbox")
     return {"run_id": run_id, "lake": str(lake.root), "sandboxes": [s.to_json() for s in summaries],
             "problems": [str(p) for p in problems], "markdown": markdown}
+
+
+def _summary(sandbox: str, future: Any) -> synthesis.SandboxSummary:
+    """The sandbox's summary; a sandbox whose task crashed gets its error there, and the others still report."""
+    try:
+        return synthesis.SandboxSummary(**_from_json(future.result()))
+    except Exception as exc:
+        return synthesis.SandboxSummary(sandbox, error=f"crashed: {type(exc).__name__}: {exc}"[:1000])
 
 
 def _from_json(d: dict) -> dict:

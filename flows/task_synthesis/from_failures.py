@@ -97,7 +97,7 @@ def targeted_candidates(lake: Lake, sandbox: str, count: int, policy: str | None
         elif strategy == "chain":
             spec = chain(parent, [by_id[i] for i in mastered if i in by_id] + verified, rng)
         if spec is None:  # nothing smaller or longer to make from this one: a variant still targets it
-            strategy, spec = "variant", variant(parent, verified, rng)
+            strategy, spec = "variant", variant(parent, verified, rng, known | set(out))
         if spec is None:
             tally["no_candidate"] += 1
             continue
@@ -152,28 +152,38 @@ def synthesize_from_failures(manifest: SandboxManifest, lake: Lake, run_id: str,
 # ---- the three strategies ------------------------------------------------------------------------------------
 
 
-def variant(parent: TaskSpec, siblings: list[TaskSpec], rng: random.Random) -> TaskSpec | None:
-    """The parent with other values for the parameters its request names and its verifier checks."""
+def variant(parent: TaskSpec, siblings: list[TaskSpec], rng: random.Random, known: set[str] | None = None,
+            attempts: int = 4) -> TaskSpec | None:
+    """The parent with other values for the parameters its request names and its verifier checks: a
+    sibling's value at the same place first, the value with its number redrawn when that task exists."""
     checked = list(_strings(parent.verifier))
     everything = json.dumps(parent.to_json(), ensure_ascii=False)
-    subs: dict[str, str] = {}
-    for path, value in _leaves(parent.params):
-        if len(value) < 3 or value in subs or value not in parent.instruction or not any(value in c for c in checked):
-            continue
-        options = sorted({v for s in siblings if s.family == parent.family and s.task_id != parent.task_id
-                          for p, v in _leaves(s.params) if _shape(p) == _shape(path) and v != value
-                          and v not in everything and v not in subs.values()})
-        new = rng.choice(options) if options else _renumber(value, rng, everything)
-        if new:
-            subs[value] = new
-    if not subs:
-        return None
-    swap = _substituter(subs)
-    return TaskSpec(
-        parent.sandbox, parent.source_commit, parent.family, parent.app_area, swap(parent.instruction),
-        _map(parent.params, swap), parent.seed, _map(parent.injection, swap), _map(parent.verifier, swap),
-        _map(parent.reference, swap), {"substituted": subs},
-    )
+    swappable = [(path, value) for path, value in _leaves(parent.params)
+                 if len(value) >= 3 and value in parent.instruction and any(value in c for c in checked)]
+    known = known or set()
+    spec = None
+    for attempt in range(attempts):
+        subs: dict[str, str] = {}
+        for path, value in swappable:
+            if value in subs:
+                continue
+            options = sorted({v for s in siblings if s.family == parent.family and s.task_id != parent.task_id
+                              for p, v in _leaves(s.params) if _shape(p) == _shape(path) and v != value
+                              and v not in everything and v not in subs.values()})
+            new = rng.choice(options) if options and attempt % 2 == 0 else _renumber(value, rng, everything)
+            if new:
+                subs[value] = new
+        if not subs:
+            return None
+        swap = _substituter(subs)
+        spec = TaskSpec(
+            parent.sandbox, parent.source_commit, parent.family, parent.app_area, swap(parent.instruction),
+            _map(parent.params, swap), parent.seed, _map(parent.injection, swap), _map(parent.verifier, swap),
+            _map(parent.reference, swap), {"substituted": subs},
+        )
+        if spec.task_id not in known:
+            return spec
+    return spec  # every draw exists already: the caller counts it as known
 
 
 def subgoal(parent: TaskSpec) -> TaskSpec | None:

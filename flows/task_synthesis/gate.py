@@ -1,8 +1,11 @@
 """The validation gate: every candidate pair, whatever wrote it, proves itself in a live sandbox.
 
-reset + inject; the verifier must not pass on the initial state; the reference solution, replayed
-through the real driver, must make it pass, again on a repeat; the reference with its last actions
-dropped must not. Anything else is a rejection with a reason code, recorded as rows.
+reset + inject; the app must show every injected record; the verifier must not pass on the initial
+state; the reference solution, replayed through the real driver, must make it pass, again on a repeat;
+the reference with its last actions dropped must not; nor may the reference with any value the request
+names replaced by another, or acting on another record than the named one; and the reference followed
+by harmless navigation must still pass (`counterfactual.py`). Anything else is a rejection with a
+reason code, recorded as rows. A sandbox that times out or dies is `sandbox_error`, never a verdict.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from flows.task_synthesis import counterfactual, injection_check
 from flows.task_synthesis.task_spec import TaskSpec
 from flywheel.isolation.generated import GeneratedCodeFailed
 from sandboxes.actions import parse_actions
@@ -20,7 +24,7 @@ from sandboxes.app_process import SandboxError
 from sandboxes.driver import Driver
 from sandboxes.skills import InjectionError, Skill
 from verifier_templates import get_template
-from verifier_templates.base import Evidence
+from verifier_templates.base import Evidence, Probe
 
 REASONS = (
     "passes_initially",
@@ -35,12 +39,16 @@ REASONS = (
     "sandbox_error",
     "unsafe_code",  # generated code (a code verifier, a python skill) tried something forbidden or ran out of memory
     "code_timeout",  # generated code did not finish in time
+    "inject_no_effect",  # after injection the app does not show a record the injection claims to have put there
+    "underspecified_verifier",  # passes with a value the request names replaced by another of the same type
+    "passes_on_other_record",  # passes when the reference acts on another record than the one the request names
+    "brittle_verifier",  # fails when the reference is followed by harmless unrelated navigation
 )
 
 
 @dataclass
 class Check:
-    check: str  # initial | reference | repeat | truncated
+    check: str  # initial | injected | reference | repeat | truncated | counterfactual | other_record | unrelated_navigation
     passed: bool | None
     expected: bool
     verdict_reason: str
@@ -83,12 +91,17 @@ class _Rejected(Exception):
 
 
 class ValidationGate:
-    def __init__(self, driver: Driver, skills: dict[str, Skill], repeats: int = 1, truncate: int = 1, time_limit_s: float = 120.0) -> None:
+    """`time_limit_s` bounds each replay (a runaway reference), generously: under load a replay is slower,
+    and a verdict must not depend on load. `counterfactuals` runs the near-miss replays."""
+
+    def __init__(self, driver: Driver, skills: dict[str, Skill], repeats: int = 1, truncate: int = 1,
+                 time_limit_s: float = 300.0, counterfactuals: bool = True) -> None:
         self.driver = driver
         self.skills = skills
         self.repeats = repeats
         self.truncate = truncate
         self.time_limit_s = time_limit_s
+        self.counterfactuals = counterfactuals
 
     def validate(self, spec: TaskSpec) -> GateResult:
         checks: list[Check] = []
@@ -102,9 +115,9 @@ class ValidationGate:
             if not actions:
                 raise _Rejected("bad_reference", "empty reference solution")
 
-            initial, final = self._episode(spec, probes, actions, checks, "reference")
+            initial, final = self._episode(spec, probes, actions, checks, "reference", check_injection=True)
             first = self._judge(template, params, initial, initial, "initial", expected=False)
-            checks.insert(0, first)
+            checks.insert(sum(c.check == "injected" for c in checks), first)  # after the injection check
             if first.passed and not template.HOLDS_INITIALLY:
                 raise _Rejected("passes_initially", f"verifier passes before any action: {first.verdict_reason}")
             ref = self._judge(template, params, initial, final, "reference", expected=True)
@@ -126,6 +139,8 @@ class ValidationGate:
                     raise _Rejected(
                         "passes_truncated", f"verifier passes with the last {self.truncate} action(s) dropped: {trunc.verdict_reason}"
                     )
+            if self.counterfactuals:
+                self._near_misses(spec, template, params, probes, checks)
         except _Rejected as rej:
             return GateResult(spec.task_id, "rejected", rej.reason, rej.detail, checks)
         return GateResult(spec.task_id, "verified", None, None, checks)
@@ -139,31 +154,121 @@ class ValidationGate:
         except (KeyError, ValueError, TypeError) as exc:
             raise _Rejected("bad_verifier", f"verifier cannot be built: {exc}") from None
 
-    def _episode(self, spec: TaskSpec, probes, actions, checks: list[Check], label: str, allow_action_errors: bool = False):
+    def _near_misses(self, spec: TaskSpec, template, params, probes, checks: list[Check]) -> None:
+        """Counterfactual replays: one per value the request names, one per injected record the reference
+        acts on, one with harmless navigation after it."""
+        manifest = getattr(self.driver, "manifest", None)
+        navigable = (manifest is not None and manifest.sandbox.kind in ("web", "desktop") and manifest.start is not None
+                     and manifest.state.kind != "js")  # a js-state page keeps nothing across a reload, by design
+        for variant in counterfactual.variants(spec.instruction, spec.reference, spec.injection,
+                                               manifest.start.home_path if navigable else None):
+            try:
+                actions = parse_actions(variant.reference)
+            except ValidationError:
+                continue  # a value that does not fit the action (cannot happen for text) is not a near miss
+            try:
+                outcome = self._episode(spec, probes, actions, checks, variant.stage, allow_action_errors=True,
+                                        injection=variant.injection, swap_option_at=variant.other_option_at)
+            except _Rejected as rej:
+                if rej.reason == "sandbox_error":
+                    raise
+                # the variant could not be set up (a twin record the app refuses): not evidence either way
+                checks.append(Check(variant.stage, None, variant.expect_pass, f"not run: {rej.detail}", {"changed": variant.describe}))
+                continue
+            if outcome is None:  # e.g. the select's chosen option is not one the request names
+                continue
+            initial, final = outcome
+            check = self._judge(template, params, initial, final, variant.stage, expected=variant.expect_pass)
+            check.evidence["changed"] = self._swapped or variant.describe
+            checks.append(check)
+            if check.passed != variant.expect_pass:
+                what = "fails" if variant.expect_pass else "still passes"
+                raise _Rejected(variant.reason, f"verifier {what} when {check.evidence['changed']}: {check.verdict_reason}")
+
+    def _episode(self, spec: TaskSpec, probes, actions, checks: list[Check], label: str, allow_action_errors: bool = False,
+                 check_injection: bool = False, injection: list[dict[str, Any]] | None = None,
+                 swap_option_at: int | None = None):
         start = time.monotonic()
+        self._deadline = start + self.time_limit_s
+        self._swapped = None
         try:
             self.driver.reset(new_context=label == "reference")  # one browser context per task
         except SandboxError as exc:
             raise _Rejected("sandbox_error", str(exc)) from None
-        for inj in spec.injection:
+        claims: list[injection_check.Claim] = []
+        for k, inj in enumerate(spec.injection if injection is None else injection):
             skill = self.skills.get(inj.get("skill", ""))
             if skill is None:
                 raise _Rejected("inject_error", f"unknown skill {inj.get('skill')!r}")
             try:
                 self.driver.inject(skill, inj.get("args", {}))
+            except SandboxError as exc:
+                raise _Rejected("sandbox_error", str(exc)) from None
             except InjectionError as exc:
                 raise _Rejected(exc.reason, str(exc)) from None
+            if check_injection:
+                claims += injection_check.claims(skill, inj.get("args", {}), self._page_expression(), k, self._columns_of)
+        if check_injection and claims:
+            self._check_injected(claims, checks, time.monotonic() - start)
         initial = self._observe(probes)
         for i, action in enumerate(actions):
             if time.monotonic() > self._deadline:
-                raise _Rejected("timeout", f"gate exceeded {self.time_limit_s:.0f}s during the {label} replay")
-            result = self.driver.act(action)
+                raise _Rejected("timeout", f"the {label} replay exceeded {self.time_limit_s:.0f}s")
+            if i == swap_option_at:
+                action = self._other_option(spec, action)
+                if action is None:
+                    return None
+            try:
+                result = self.driver.act(action)
+            except SandboxError as exc:  # the sandbox timed out or died: never a verdict on the task
+                raise _Rejected("sandbox_error", str(exc)) from None
             if not result.ok and not allow_action_errors:
                 checks.append(Check(label, None, True, "", error=f"step {i + 1}: {result.error}", duration_s=time.monotonic() - start))
                 raise _Rejected("fails_after_reference", f"reference step {i + 1} failed: {result.error}")
         final = self._observe(probes)
         self._last_duration = time.monotonic() - start
         return initial, final
+
+    def _other_option(self, spec: TaskSpec, action):
+        """The select switched to another option read off the live page, when the request names the
+        reference's option; None when it does not (then the select is not a named value)."""
+        from sandboxes.actions import Select
+
+        expression = counterfactual.options_expression(action.target.model_dump(exclude_none=True))
+        try:
+            options = self.driver.probe(Probe("options", "js", expression))
+        except SandboxError as exc:
+            raise _Rejected("sandbox_error", str(exc)) from None
+        except Exception:
+            return None  # a driver without page scripts: the select cannot be varied
+        picked = counterfactual.other_option(options or [], action.model_dump(exclude_none=True))
+        if picked is None or not counterfactual.names(spec.instruction, picked[1]):
+            return None
+        changed, text = picked
+        self._swapped = f"the select {action.target.describe()} picks option value {changed['value']!r} instead of {text!r}"
+        return Select.model_validate(changed)
+
+    def _page_expression(self) -> str | None:
+        manifest = getattr(self.driver, "manifest", None)
+        return manifest.state.page_expression() if manifest is not None else None
+
+    def _columns_of(self, table: str) -> set[str]:
+        try:
+            rows = self.driver.probe(Probe("columns", "sql", "SELECT name FROM pragma_table_info(?)", (table,), "rows"))
+        except SandboxError as exc:
+            raise _Rejected("sandbox_error", str(exc)) from None
+        except Exception:
+            return set()
+        return {r[0] for r in rows or []}
+
+    def _check_injected(self, claims: list[injection_check.Claim], checks: list[Check], duration_s: float) -> None:
+        observed = self._observe([c.probe for c in claims])
+        missing = [m for c in claims if (m := injection_check.unmet(c, observed[c.probe.name]))]
+        reason = "; ".join(missing) if missing else f"the app shows all {len(claims)} injected claim(s)"
+        checks.append(Check("injected", not missing, True, reason, {"claims": [c.describe for c in claims], "observed": observed},
+                            duration_s=duration_s))
+        if missing:
+            raise _Rejected("inject_no_effect", f"injection did not take effect: {reason}")
 
     def _observe(self, probes) -> dict[str, Any]:
         values = {}

@@ -36,6 +36,11 @@ def read_source(manifest: SandboxManifest) -> SourceSnapshot:
         pin = fetch(manifest.source.npm, manifest.source.integrity).integrity
         snapshot = _from_disk(manifest, folder, "npm")
         return SourceSnapshot(manifest.name, pin + (f":{manifest.source.subdir}" if manifest.source.subdir else ""), snapshot.files)
+    if manifest.source.pypi:  # pinned by the requirement lines' hashes (and the app's folder inside the install)
+        from sandboxes.pypi_source import pin
+
+        snapshot = _from_disk(manifest, folder, "pypi")
+        return SourceSnapshot(manifest.name, pin(manifest.source.pypi) + (f":{manifest.source.subdir}" if manifest.source.subdir else ""), snapshot.files)
     try:
         repo = git.Repo(folder, search_parent_directories=True)
     except (git.InvalidGitRepositoryError, git.NoSuchPathError):
@@ -62,7 +67,10 @@ def read_source(manifest: SandboxManifest) -> SourceSnapshot:
 
 def _from_disk(manifest: SandboxManifest, folder: Path, base: str) -> SourceSnapshot:
     files = {}
+    root = folder.resolve()
     for path in sorted(folder.rglob("*")):
+        if path.is_symlink() or not path.resolve().is_relative_to(root):  # a link may point out of the tree
+            continue
         if path.is_file() and path.suffix in TEXT_SUFFIXES and path.stat().st_size <= MAX_FILE_BYTES:
             if any(part.startswith(".") or part == "__pycache__" for part in path.relative_to(folder).parts):
                 continue

@@ -12,7 +12,7 @@ from flows.task_synthesis.agents.base import SynthesisRequest, get_agent
 from flows.task_synthesis.commit_change import handle_new_commit
 from flows.task_synthesis.gate import GateResult, ValidationGate
 from flows.task_synthesis.source import read_source
-from flows.task_synthesis.task_spec import TaskSpec
+from flows.task_synthesis.task_spec import TaskSpec, dedupe
 from lake import Lake, utcnow
 from sandboxes.android import DeviceStateCopy
 from sandboxes.app_process import AppProcess, SandboxError
@@ -93,9 +93,12 @@ def synthesize_sandbox(
         summary.notes.extend(output.notes)
         # pairs stored at an older commit: retired by the agent, or re-gated at this one
         summary.notes.extend(handle_new_commit(manifest, lake, run_id, source.commit, output, workers))
-        summary.candidates = len(output.candidates)
+        candidates = dedupe(output.candidates)  # two draws that ask and check the same thing are one task
+        if len(candidates) < len(output.candidates):
+            summary.notes.append(f"{manifest.name}: {len(output.candidates) - len(candidates)} duplicate candidates collapsed")
+        summary.candidates = len(candidates)
         known = known_task_ids(lake, manifest.name)
-        new = [c for c in output.candidates if c.task_id not in known]
+        new = [c for c in candidates if c.task_id not in known]
         summary.already_known = summary.candidates - len(new)
         if not new:
             return summary
@@ -126,8 +129,11 @@ def synthesize_sandbox(
 
 def land(lake: Lake, run_id: str, sandbox: str, agent: str, skills: list[Skill], results: list[tuple[TaskSpec, GateResult]]) -> None:
     """Store gated candidates (verified and rejected), their new skills and the gate's checks; shared
-    by every writer of tasks (synthesis, reverse synthesis from exploration)."""
+    by every writer of tasks (synthesis, reverse synthesis from exploration). Results with the same content
+    identity land once (the first)."""
     now = utcnow()
+    firsts = {id(spec) for spec in dedupe([spec for spec, _ in results])}
+    results = [(spec, r) for spec, r in results if id(spec) in firsts]
     lake.write(
         "skills",
         [

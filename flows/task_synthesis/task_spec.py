@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -27,8 +28,13 @@ class TaskSpec:
 
     @property
     def task_id(self) -> str:
+        """Content identity: what is asked (the normalised request), the state it starts from (injection)
+        and what counts as done (verifier), at the sandbox's commit. Not the seed or the parameters that
+        produced it: two draws that say and check the same thing are one task. The commit stays in the
+        key so that a new commit re-gates stored pairs as new versions (DESIGN_NOTES)."""
         key = json.dumps(
-            [self.sandbox, self.source_commit, self.family, self.params, self.seed], sort_keys=True, default=str
+            [self.sandbox, self.source_commit, normalised_request(self.instruction), self.injection, self.verifier],
+            sort_keys=True, default=str,
         )
         return f"{self.sandbox}-{self.family}-{hashlib.sha256(key.encode()).hexdigest()[:16]}"
 
@@ -79,6 +85,19 @@ class TaskSpec:
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self) | {"task_id": self.task_id, "difficulty": self.difficulty}
+
+
+def normalised_request(text: str) -> str:
+    """The request as compared for identity: case, runs of whitespace and closing punctuation ignored."""
+    return re.sub(r"\s+", " ", text).strip().rstrip(".?!").strip().casefold()
+
+
+def dedupe(specs: list[TaskSpec]) -> list[TaskSpec]:
+    """The first of each content identity, in order."""
+    seen: dict[str, TaskSpec] = {}
+    for spec in specs:
+        seen.setdefault(spec.task_id, spec)
+    return list(seen.values())
 
 
 def _j(value: Any) -> str:

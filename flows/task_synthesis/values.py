@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import re
 import unicodedata
 
 
@@ -77,7 +78,7 @@ def value_for(
     if "postcode" in c or "zip" in c or "postal" in c:
         return f"{rng.randint(10000, 99999)}"
     if "region" in c or "state" in c:
-        return rng.choice(["Oregon", "Yorkshire", "Rhône", "Norte", "Styria"])
+        return rng.choice(REGIONS)
     if "company" in c:
         return rng.choice(COMPANIES)
     if c == "label":
@@ -91,3 +92,35 @@ def value_for(
     if c in ("body", "notes", "note", "description", "message", "signature", "reason", "comment", "text", "content"):
         return f"{rng.choice(SENTENCES)} ({first}, ref {tag})"
     return f"{rng.choice(WORDS).capitalize()} {rng.choice(WORDS)} {tag}"
+
+
+REGIONS = ["Oregon", "Yorkshire", "Rhône", "Norte", "Styria"]
+_POOLS = (FIRST, LAST, STREETS, CITIES, COUNTRIES, COMPANIES, REGIONS, COLOURS, WORDS)
+_VOWELS = "aeiou"
+
+
+def another_like(value: str) -> str:
+    """Another plausible value of the same type, deterministically: the next entry of the pool the value
+    (or one of its words) comes from; else the last number in it moved by one at the same width (a date
+    stays a date, a postcode a postcode, an email an email); else its last vowel changed."""
+    for pool in _POOLS:
+        if value in pool:
+            return pool[(pool.index(value) + 1) % len(pool)]
+    digits = list(re.finditer(r"\d+", value))
+    if digits:
+        m = digits[-1]
+        n = int(m.group())
+        moved = str(n - 1 if n > 1 else n + 1).zfill(len(m.group()))
+        return value[: m.start()] + moved + value[m.end():]
+    words = value.split(" ")
+    for i, word in enumerate(words):
+        for pool in _POOLS:
+            if word in pool:
+                words[i] = pool[(pool.index(word) + 1) % len(pool)]
+                return " ".join(words)
+    for i in range(len(value) - 1, -1, -1):
+        ch = value[i]
+        if ch.lower() in _VOWELS:
+            nxt = _VOWELS[(_VOWELS.index(ch.lower()) + 1) % len(_VOWELS)]
+            return value[:i] + (nxt.upper() if ch.isupper() else nxt) + value[i + 1:]
+    return value + "s" if value else "x"

@@ -14,10 +14,12 @@ never an exception in the orchestrator.
 from __future__ import annotations
 
 import ctypes
+import errno
 import json
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -31,7 +33,9 @@ HARNESS = Path(__file__).with_name("harness.py")
 REASONS = ("timeout", "oom", "killed", "forbidden", "error")
 TAIL = 2000
 CLONE_NEWNS, CLONE_NEWUSER, CLONE_NEWNET = 0x00020000, 0x10000000, 0x40000000
-MS_BIND, MS_REC, MS_PRIVATE = 4096, 16384, 1 << 18
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 1, 2, 4, 32, 4096, 16384, 1 << 18
+MNT_DETACH = 2
+WORK_PREFIX = "flywheel-run-"
 
 
 @dataclass
@@ -78,31 +82,117 @@ def _prepare(job: Job, work: Path) -> None:
     (work / "code.py").write_text(job.code)
     (work / "in.json").write_text(json.dumps({"entry": job.entry, "args": job.args, "audit": job.audit}))
     for name, src in job.files.items():
-        shutil.copy(src, work / name)
+        shutil.copy(src, work / _plain_name(name))
+
+
+def _plain_name(name: str) -> str:
+    if not name or "/" in name or name in (".", ".."):
+        raise ValueError(f"work-dir file names are plain names, not {name!r}")
+    return name
+
+
+class UnsafeOutput(Exception):
+    """The code left something other than a plain regular file where the runner reads its output."""
+
+
+def _open_output(work: Path, name: str) -> int | None:
+    """An fd on work/name if it is a regular file with one link (never following a symlink, never
+    blocking on a FIFO); None if it is missing. The code chose what is there, the host reads it as root."""
+    try:
+        fd = os.open(work / _plain_name(name), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        what = "a symbolic link" if exc.errno == errno.ELOOP else f"unreadable ({exc.strerror})"
+        raise UnsafeOutput(f"the code left {name} as {what}, not a regular file") from None
+    info = os.fstat(fd)
+    problem = ("not a regular file" if not stat.S_ISREG(info.st_mode)
+               else f"a file with {info.st_nlink} hard links" if info.st_nlink != 1 else None)
+    if problem:
+        os.close(fd)
+        raise UnsafeOutput(f"the code left {name} as {problem}; only a plain file is copied out")
+    return fd
+
+
+def _read_output(work: Path, name: str) -> bytes | None:
+    fd = _open_output(work, name)
+    if fd is None:
+        return None
+    with os.fdopen(fd, "rb") as fh:
+        return fh.read()
 
 
 def _finish(job: Job, work: Path, result: RunResult) -> RunResult:
     """Reads out.json, classifies, fetches files; `result` carries what the runner saw from outside."""
-    if result.reason is None:
-        try:
-            out = json.loads((work / "out.json").read_text())
-        except (OSError, ValueError):
-            out = None
-        if out is None:
-            oom = "MemoryError" in result.stderr_tail
-            result.reason = "oom" if oom else "error"
-            result.detail = result.detail or f"no result from the code (exit code {result.exit_code})"
-        elif not out.get("ok"):
-            result.reason = out.get("kind") if out.get("kind") in REASONS else "error"
-            result.detail = str(out.get("error", ""))
-        else:
-            result.value = out.get("value")
+    try:
+        if result.reason is None:
+            try:
+                raw = _read_output(work, "out.json")
+                out = json.loads(raw) if raw is not None else None
+            except ValueError:
+                out = None
+            if not isinstance(out, dict):
+                oom = "MemoryError" in result.stderr_tail
+                result.reason = "oom" if oom else "error"
+                result.detail = result.detail or f"no result from the code (exit code {result.exit_code})"
+            elif not out.get("ok"):
+                result.reason = out.get("kind") if out.get("kind") in REASONS else "error"
+                result.detail = str(out.get("error", ""))
+            else:
+                result.value = out.get("value")
+        if result.reason is None:
+            fetched = {name: _open_output(work, name) for name in job.fetch}  # all checked before any copy
+            for name, fd in fetched.items():
+                if fd is not None:
+                    with os.fdopen(fd, "rb") as src, open(job.fetch[name], "wb") as dst:
+                        shutil.copyfileobj(src, dst)
+    except UnsafeOutput as exc:
+        result.reason, result.detail, result.value = "forbidden", str(exc), None
     result.ok = result.reason is None
-    if result.ok:
-        for name, dst in job.fetch.items():
-            if (work / name).is_file():
-                shutil.copy(work / name, dst)
     return result
+
+
+class _WorkDir:
+    """The run's folder: `root/work` is the code's work dir. As root, `root` is a tmpfs of `size_mb`
+    (the cap on everything the code can write) that the subprocess runner also makes the code's `/`."""
+
+    def __init__(self, size_mb: int) -> None:
+        self.root = Path(tempfile.mkdtemp(prefix=f"{WORK_PREFIX}{os.getpid()}-"))
+        self.mounted = False
+        if os.geteuid() == 0:
+            opts = f"size={size_mb}m,mode=0755".encode()
+            if _libc().mount(b"tmpfs", os.fsencode(self.root), b"tmpfs", MS_NOSUID | MS_NODEV, opts) != 0:
+                err = ctypes.get_errno()
+                shutil.rmtree(self.root, ignore_errors=True)
+                raise OSError(err, f"cannot mount the run's tmpfs: {os.strerror(err)}")
+            self.mounted = True
+        self.work = self.root / "work"
+        self.work.mkdir()
+
+    def remove(self) -> None:
+        if self.mounted:
+            _libc().umount2(os.fsencode(self.root), MNT_DETACH)
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+def _remove_stale_work_dirs() -> None:
+    """Unmounts and deletes the run folders of runner processes that died (a SIGKILL skips `finally`)."""
+    base = os.path.realpath(tempfile.gettempdir())
+    try:
+        mounts = [line.split()[4] for line in Path("/proc/self/mountinfo").read_text().splitlines()]
+    except OSError:
+        mounts = []
+    for entry in Path(base).glob(f"{WORK_PREFIX}*-*"):
+        pid = entry.name[len(WORK_PREFIX):].split("-", 1)[0]
+        if not pid.isdigit() or Path(f"/proc/{pid}").exists():
+            continue
+        if str(entry) in mounts and os.geteuid() == 0:
+            _libc().umount2(os.fsencode(entry), MNT_DETACH)
+        shutil.rmtree(entry, ignore_errors=True)
+
+
+def _libc() -> ctypes.CDLL:
+    return ctypes.CDLL(None, use_errno=True)
 
 
 def _tail(path: Path) -> str:
@@ -116,35 +206,45 @@ def _tail(path: Path) -> str:
 # ---- subprocess ----------------------------------------------------------------------------------
 class SubprocessRunner:
     """rlimits + timeout + private temp dir + scrubbed env; as root also a throwaway uid, a private
-    mount and network namespace (the interpreter is bind-mounted into the work dir so that uid can run it)."""
+    network namespace and a private mount namespace whose `/` is the run's size-capped tmpfs, holding
+    only the work dir and read-only binds of /usr and the interpreter (no /tmp, /home, /root, /proc, repo
+    or lake to read or fill)."""
 
     name = "subprocess"
 
-    def __init__(self, memory_mb: int = 1024, max_processes: int = 32, file_size_mb: int = 64) -> None:
+    def __init__(self, memory_mb: int = 1024, max_processes: int = 32, file_size_mb: int = 64,
+                 work_mb: int = 256) -> None:
         self.memory_mb, self.max_processes, self.file_size_mb = memory_mb, max_processes, file_size_mb
+        self.work_mb = work_mb
         self.as_root = os.geteuid() == 0
         self.network_isolated = _network_namespace_works(self.as_root)
+        _remove_stale_work_dirs()
 
     def run(self, job: Job) -> RunResult:
-        work = Path(tempfile.mkdtemp(prefix="flywheel-run-"))
         logs = Path(tempfile.mkdtemp(prefix="flywheel-runlog-"))
         uid = _throwaway_uid() if self.as_root else os.getuid()
         started = time.monotonic()
+        run_dir = None
         try:
+            run_dir = _WorkDir(self.work_mb)
+            work = run_dir.work
             _prepare(job, work)
             python = Path(os.path.realpath(sys.executable))
             prefix = Path(os.path.realpath(sys.base_prefix))
+            inner_work = work
             if self.as_root:
-                (work / ".python").mkdir()
-                python = work / ".python" / python.relative_to(prefix)
+                _lay_out_root(run_dir.root, prefix)
                 for p in [work, *work.iterdir()]:
                     os.chown(p, uid, uid)
-            preexec = _preexec(self, job, work, prefix, uid)
-            env = {"HOME": str(work), "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1"}
+                os.chmod(work, 0o700)
+                inner_work = Path("/work")
+            preexec = _preexec(self, job, run_dir.root, prefix, uid)
+            env = {"HOME": str(inner_work), "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8",
+                   "PYTHONDONTWRITEBYTECODE": "1"}
             with open(logs / "stdout", "wb") as out, open(logs / "stderr", "wb") as err:
                 proc = subprocess.Popen(
-                    [str(python), "-I", "-S", str(work / "harness.py"), str(work)], cwd=work, env=env,
-                    stdin=subprocess.DEVNULL, stdout=out, stderr=err, preexec_fn=preexec, close_fds=True,
+                    [str(python), "-I", "-S", str(inner_work / "harness.py"), str(inner_work)], cwd=work,
+                    env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err, preexec_fn=preexec, close_fds=True,
                 )
             reason, detail = None, ""
             try:
@@ -159,6 +259,8 @@ class SubprocessRunner:
                     reason, detail = "timeout", "CPU time limit reached"
                 else:
                     reason, detail = "killed", f"killed by signal {signal.Signals(sig).name}"
+            elif reason is None and rc in _SETUP_EXITS:
+                reason, detail = "error", f"could not isolate the process: {_SETUP_EXITS[rc]}"
             result = RunResult(False, reason, detail, exit_code=rc, stdout_tail=_tail(logs / "stdout"),
                                stderr_tail=_tail(logs / "stderr"), runner=self.name,
                                network_isolated=self.network_isolated)
@@ -169,7 +271,8 @@ class SubprocessRunner:
         except OSError as exc:  # the runner itself could not start the code
             result = RunResult(False, "error", f"cannot start the isolated process: {exc}", runner=self.name)
         finally:
-            shutil.rmtree(work, ignore_errors=True)
+            if run_dir is not None:
+                run_dir.remove()
             shutil.rmtree(logs, ignore_errors=True)
         result.duration_s = time.monotonic() - started
         return result
@@ -202,7 +305,39 @@ class SubprocessRunner:
                 return
 
 
-def _preexec(runner: SubprocessRunner, job: Job, work: Path, prefix: Path, uid: int):
+# exit codes of the child when setting up its isolation failed (before the code ran)
+_SETUP_EXITS = {121: "unshare failed", 122: "making mounts private failed", 123: "a bind mount failed",
+                124: "chroot failed"}
+# what the code's `/` holds besides its work dir: read-only, no setuid; /bin, /lib* follow the host's layout
+_DEVICES = ("null", "zero", "urandom", "random")
+
+
+def _lay_out_root(root: Path, prefix: Path) -> None:
+    """Mount points inside the run's tmpfs for the binds the child makes in its own namespace."""
+    for name in ("bin", "lib", "lib64", "sbin"):
+        host = Path("/") / name
+        if host.is_symlink():
+            (root / name).symlink_to(os.readlink(host))
+        elif host.is_dir():
+            (root / name).mkdir()
+    (root / "usr").mkdir()
+    (root / prefix.relative_to("/")).mkdir(parents=True)
+    (root / "dev").mkdir()
+    for name in _DEVICES:
+        (root / "dev" / name).touch()
+    os.chmod(root, 0o755)
+
+
+def _binds(root: Path, prefix: Path) -> list[tuple[bytes, bytes, bool]]:
+    """(source, target, is_dir) of every bind the child makes before it chroots into `root`."""
+    dirs = [Path("/usr"), prefix] + [Path("/") / n for n in ("bin", "lib", "lib64", "sbin")
+                                     if not (Path("/") / n).is_symlink() and (Path("/") / n).is_dir()]
+    binds = [(os.fsencode(d), os.fsencode(root / d.relative_to("/")), True) for d in dirs]
+    binds += [(os.fsencode(f"/dev/{n}"), os.fsencode(root / "dev" / n), False) for n in _DEVICES]
+    return binds
+
+
+def _preexec(runner: SubprocessRunner, job: Job, root: Path, prefix: Path, uid: int):
     import resource
 
     cpu = int(job.timeout_s) + 2
@@ -213,10 +348,12 @@ def _preexec(runner: SubprocessRunner, job: Job, work: Path, prefix: Path, uid: 
         (resource.RLIMIT_CORE, 0),
         (resource.RLIMIT_NPROC, runner.max_processes + (0 if runner.as_root else _processes_of(os.getuid()))),
     ]
-    libc = ctypes.CDLL(None, use_errno=True)
+    libc = _libc()
     # everything the child needs is computed here: between fork and exec it only makes system calls
     root_flags = CLONE_NEWNS | (CLONE_NEWNET if runner.network_isolated else 0)
-    source, target = os.fsencode(prefix), os.fsencode(work / ".python")
+    binds = _binds(root, prefix) if runner.as_root else []
+    read_only = MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV
+    new_root, inner_work = os.fsencode(root), b"/work"
 
     def preexec() -> None:  # runs in the child between fork and exec
         os.setsid()
@@ -227,8 +364,14 @@ def _preexec(runner: SubprocessRunner, job: Job, work: Path, prefix: Path, uid: 
                 os._exit(121)
             if libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None) != 0:  # nothing leaks to the host
                 os._exit(122)
-            if libc.mount(source, target, None, MS_BIND | MS_REC, None) != 0:
-                os._exit(123)
+            for source, target, is_dir in binds:
+                if libc.mount(source, target, None, MS_BIND | (MS_REC if is_dir else 0), None) != 0:
+                    os._exit(123)
+                if is_dir and libc.mount(None, target, None, read_only, None) != 0:
+                    os._exit(123)
+            if libc.chroot(new_root) != 0:
+                os._exit(124)
+            os.chdir(inner_work)
             os.setgroups([])
             os.setgid(uid)
             os.setuid(uid)
@@ -296,20 +439,22 @@ class ContainerRunner:
 
     name = "container"
 
-    def __init__(self, memory_mb: int = 256, pids: int = 64, cpus: float = 1.0) -> None:
+    def __init__(self, memory_mb: int = 256, pids: int = 64, cpus: float = 1.0, work_mb: int = 256) -> None:
         from sandboxes.docker_images import docker_client, ensure_base_image
 
         self.client = docker_client()
         self.image = ensure_base_image(self.client)
-        self.memory_mb, self.pids, self.cpus = memory_mb, pids, cpus
+        self.memory_mb, self.pids, self.cpus, self.work_mb = memory_mb, pids, cpus, work_mb
+        _remove_stale_work_dirs()
 
     def run(self, job: Job) -> RunResult:
         from sandboxes.docker_images import container_python, host_python_mounts
 
-        work = Path(tempfile.mkdtemp(prefix="flywheel-run-"))
         started = time.monotonic()
-        container = None
+        container = run_dir = None
         try:
+            run_dir = _WorkDir(self.work_mb)
+            work = run_dir.work
             _prepare(job, work)
             for p in [work, *work.iterdir()]:
                 os.chown(p, 65534, 65534) if os.geteuid() == 0 else os.chmod(p, 0o777)
@@ -354,7 +499,8 @@ class ContainerRunner:
                     container.remove(force=True)
                 except Exception:
                     pass
-            shutil.rmtree(work, ignore_errors=True)
+            if run_dir is not None:
+                run_dir.remove()
         result.duration_s = time.monotonic() - started
         return result
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from flask import Flask, abort, jsonify, redirect, render_template, request, url_for
-from werkzeug.serving import BaseWSGIServer, make_server
+from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
 
 from flywheel.review.decisions import LABELS, Decision, DecisionError, record
 from flywheel.review.sampling import Sample, SampleItem, draw_sample
@@ -65,6 +65,8 @@ def create_app(state: ReviewState) -> Flask:
             return resp
         if not hmac.compare_digest(request.cookies.get(TOKEN_COOKIE, ""), state.token):
             abort(403)
+        if request.method not in ("GET", "HEAD") and not _from_our_own_page():
+            abort(403, "a change must come from the review page itself (Origin / Sec-Fetch-Site)")
 
     @app.after_request
     def harden(resp):
@@ -139,6 +141,29 @@ def create_app(state: ReviewState) -> Flask:
         return data, 200, {"Content-Type": kind, "Cache-Control": "private, max-age=3600"}
 
     return app
+
+
+def _from_our_own_page() -> bool:
+    """A state-changing request was sent by a page of this app: the browser's Origin is ours and, where the
+    browser says, the request is same-origin. A request with neither header (not from a browser) is refused."""
+    site = request.headers.get("Sec-Fetch-Site")
+    if site is not None and site != "same-origin":
+        return False
+    origin = request.headers.get("Origin")
+    if origin is None:
+        return site == "same-origin"
+    return origin == request.host_url.rstrip("/")
+
+
+class _TokenFreeLog(WSGIRequestHandler):
+    """The access log without the token: `/?token=...` is how a reviewer opens the app."""
+
+    def log(self, type: str, message: str, *args: Any) -> None:
+        text = _TOKEN_IN_URL.sub(r"\1token=<redacted>", message % args if args else message)
+        super().log(type, "%s", text)
+
+
+_TOKEN_IN_URL = re.compile(r"([?&])token=[^&\s\"]*")
 
 
 def _item_at(state: ReviewState, index: int) -> SampleItem:
@@ -259,7 +284,7 @@ def _pretty(value: Any, indent: int | None = 1) -> str:
 # ---- running it ---------------------------------------------------------------------------------------
 def start_server(state: ReviewState, host: str = "127.0.0.1", port: int = 0) -> tuple[BaseWSGIServer, threading.Thread]:
     """The app on a threaded WSGI server in a background thread (port 0: any free port)."""
-    server = make_server(host, port, create_app(state), threaded=True)
+    server = make_server(host, port, create_app(state), threaded=True, request_handler=_TokenFreeLog)
     thread = threading.Thread(target=server.serve_forever, name="review-app", daemon=True)
     thread.start()
     return server, thread
@@ -280,7 +305,7 @@ def serve_review(lake: Lake, host: str = "127.0.0.1", port: int = 8765, reviewer
     if host not in ("127.0.0.1", "localhost", "::1"):
         print(f"warning: listening on {host}: anyone who can reach it and holds the token can review (no TLS)")
     try:
-        server = make_server(host, port, create_app(state), threaded=True)
+        server = make_server(host, port, create_app(state), threaded=True, request_handler=_TokenFreeLog)
     except OSError as exc:
         print(f"error: cannot listen on {host}:{port} ({exc.strerror}); pick another --port", file=sys.stderr)
         return 2

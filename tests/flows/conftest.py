@@ -1,14 +1,6 @@
-"""Fixtures shared by the flow tests: one Prefect harness and one synthesised lake per session."""
+"""Fixtures shared by the flow tests: one synthesised lake per session (the Prefect harness is in tests/conftest.py)."""
 
 import pytest
-
-
-@pytest.fixture(scope="session")
-def prefect_harness():
-    from prefect.testing.utilities import prefect_test_harness
-
-    with prefect_test_harness(server_startup_timeout=120):
-        yield
 
 
 @pytest.fixture(scope="session")

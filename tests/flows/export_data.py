@@ -9,7 +9,7 @@ import json
 from lake import Lake
 
 T0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
-URL = "http://127.0.0.1:8000/"
+URL = "http://shop.local/"  # a canonical origin, as drivers record them
 
 
 def png(seed: int, w: int = 48, h: int = 30) -> bytes:

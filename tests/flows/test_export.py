@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -82,6 +83,9 @@ def test_an_export_of_a_cycle_lake_loads_everywhere_and_renders(cycle_lake, tmp_
     assert result.status == "published" and result.counts["rows"] > 0 and result.counts["images"] > 0
     rows = read_rows(result.path)
     assert len(rows) == result.counts["rows"] and {r["verdict"] for r in rows} == {"pass", "failed"}
+    from lake.quality import LOCAL_PORT
+
+    assert not re.search(LOCAL_PORT, json.dumps([r["messages"] for r in rows])), "data names canonical origins, never a port"
     for row in rows:
         text = render(row["messages"])
         assert text.count("<|image_pad|>") == len(row["images"]) and "<tool_call>" in text
@@ -168,6 +172,13 @@ def test_pii_that_slips_past_scrubbing_fails_the_gate_and_the_previous_version_s
     assert not list(name_dir.glob(".build-*"))
     rows = small_lake.query("SELECT version, gate_success FROM exports ORDER BY recorded_at")
     assert rows == [{"version": "v0001", "gate_success": True}, {"version": None, "gate_success": False}]
+
+
+def test_a_local_port_in_the_data_fails_the_gate(small_lake, tmp_path):
+    add_trajectory(small_lake, "port", turns=[[type_("http://127.0.0.1:38893/cart")], [DONE]], minutes=99)
+    result = export(small_lake, tmp_path, name="x")
+    assert result.status == "gate_failed"
+    assert any("no local port" in f for f in result.gate_failed), result.gate_failed
 
 
 def test_a_tampered_shard_fails_the_files_suite(small_lake, tmp_path):

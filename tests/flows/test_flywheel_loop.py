@@ -127,8 +127,11 @@ def test_failure_seeds_become_targeted_tasks_by_pool_with_lineage(lake):
     by = {s.provenance["strategy"]: s for s in made}
     variant, sub, chain = by["variant"], by["subgoal"], by["chain"]
     assert variant.provenance["parent_task"] == ids[0] and variant.provenance["failure_kind"] == "bad_args"
-    assert "Team lunch" in variant.instruction and variant.verifier == _row_exists(title="Team lunch")
-    assert variant.reference[1]["text"] == "Team lunch" and variant.task_id not in ids
+    # "Team lunch" (the sibling's value) would make the sibling itself: the number is redrawn instead
+    new_title = variant.provenance["substituted"]["Budget review 42"]
+    assert new_title.startswith("Budget review ") and new_title != "Budget review 42"
+    assert new_title in variant.instruction and variant.verifier == _row_exists(title=new_title)
+    assert variant.reference[1]["text"] == new_title and variant.task_id not in ids
     assert sub.family == "subgoal" and sub.instruction == "Could you add the note “A1”?"
     assert sub.verifier == _row_exists(title="A1") and [a.get("text") for a in sub.reference] == [None, "A1"]
     assert chain.family == "chain" and chain.provenance["partner_task"] == ids[4]

@@ -16,8 +16,8 @@ pytestmark = pytest.mark.browser
 
 
 
-def spec(verifier, reference=ADD_ADDRESS, injection=()):
-    return TaskSpec("shop", "test", "create", "addresses", "Add my boathouse address", {"v": repr(verifier)}, 1,
+def spec(verifier, reference=ADD_ADDRESS, injection=(), instruction="Add my “Boathouse 7” address in Porto"):
+    return TaskSpec("shop", "test", "create", "addresses", instruction, {"v": repr(verifier)}, 1,
                     list(injection), verifier, reference)
 
 
@@ -34,8 +34,11 @@ def gate(shop_app, browser_host):
 def test_a_sound_pair_is_verified(gate):
     result = gate.validate(spec({"template": "row_exists", "params": {"table": "addresses", "where": {"label": "Boathouse 7", "city": "Porto"}}}))
     assert result.status == "verified", result.detail
-    assert [c.check for c in result.checks] == ["initial", "reference", "repeat", "truncated"]
+    assert [c.check for c in result.checks] == [
+        "initial", "reference", "repeat", "truncated", "counterfactual", "counterfactual", "unrelated_navigation"]
     assert all(c.ok for c in result.checks)
+    assert [c.evidence["changed"] for c in result.checks if c.check == "counterfactual"] == [
+        "step 2 types 'Boathouse 6' instead of 'Boathouse 7'", "step 5 types 'Graz' instead of 'Porto'"]
 
 
 def test_a_verifier_that_always_passes_is_rejected_as_passes_initially(gate):

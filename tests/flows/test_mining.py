@@ -75,7 +75,10 @@ def frame(*trajectories: tuple[str, list[dict]], **columns) -> pl.DataFrame:
     return pl.DataFrame(rows, infer_schema_length=None).with_columns(pl.col("step_index").cast(pl.Int32))
 
 
-def reasons(findings: pl.DataFrame) -> list[tuple]:
+def reasons(findings: pl.DataFrame, side_effects: bool = False) -> list[tuple]:
+    """Findings as tuples; side-effect findings (every executed sensitive action) only when asked for."""
+    if not side_effects:
+        findings = findings.filter(pl.col("kind") != "side_effect")
     return sorted(findings.select("trajectory_id", "kind", "reason", "first_step", "last_step").iter_rows())
 
 
@@ -365,11 +368,16 @@ def test_a_trajectory_without_screens_is_mined_for_what_can_be_decided_and_the_r
             ],
         )
     )
-    assert reasons(d.detect_all(steps)) == [
+    found = d.detect_all(steps)
+    assert reasons(found) == [
         ("blind", "bad_args", "format_error", 4, 4),
+        ("blind", "loop", "exact_repeat", 1, 2),  # from actions alone: the same turn three times
         ("blind", "sensitive", "unconfirmed_sensitive", 3, 3),
     ]
-    assert undecided(steps)["exact_repeat"] == 1
+    loop = found.filter(pl.col("kind") == "loop").row(0, named=True)
+    assert loop["evidence_level"] == "actions" and loop["confidence"] == 0.75
+    assert found.filter(pl.col("kind") == "sensitive")["evidence_level"].to_list() == ["manifest"]
+    assert "exact_repeat" not in undecided(steps)  # actions alone could tell
 
 
 def test_the_ui_tree_wins_and_the_screenshot_is_the_fallback():
@@ -493,11 +501,12 @@ def test_mining_filters_by_policy_and_time_and_counts_missing_screens(lake):
     _land(lake, "r1", {"other": LOOPING}, batch="b", policy="llm")
     assert mine(lake, "m0", since="2999-01-01").trajectories == 0
     summary = mine(lake, "m1", policy="scripted-noisy")
-    assert (summary.trajectories, summary.failures) == (1, 0)
-    assert summary.undecidable["exact_repeat"] == 1
+    assert (summary.trajectories, summary.failures) == (1, 1)  # the same text typed 3 times: a loop from actions
+    failure = lake.query("SELECT evidence_level, confidence FROM failures")[0]
+    assert failure == {"evidence_level": "actions", "confidence": 0.75}
     counts = json.loads(lake.query("SELECT undecidable_json FROM mined")[0]["undecidable_json"])
     assert (
-        counts["exact_repeat"] == 1 and counts["missing_ui_tree"] == 4 and counts["missing_screenshot"] == 4
+        counts["exact_repeat"] == 0 and counts["missing_ui_tree"] == 4 and counts["missing_screenshot"] == 4
     )
     assert mine(lake, "m2").by_policy == {"llm": 1}
 

@@ -40,7 +40,7 @@ def test_steps_keep_screenshots_and_actions(rolled):
     step = lake.query("SELECT * FROM steps ORDER BY trajectory_id, step_index LIMIT 1")[0]
     sha = step["screenshot_sha"]
     assert (lake.root / "blobs" / "sha256" / sha[:2] / sha[2:4] / sha).read_bytes()[:4] == b"\x89PNG"
-    assert json.loads(step["actions_json"])[0]["action"] and step["url"].startswith("http://127.0.0.1")
+    assert json.loads(step["actions_json"])[0]["action"] and step["url"].startswith("http://shop.local/"), "steps name the canonical origin"
 
 
 def test_noisy_policy_records_its_faults_and_fails_some_tasks(rolled):

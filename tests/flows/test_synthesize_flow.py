@@ -66,3 +66,14 @@ def test_cli_sql_and_revalidation(synthesized):
 
     out = flywheel(*lake, "lake", "sql", "SELECT nope FROM tasks")
     assert out.returncode == 2 and "views:" in out.stderr and "tasks" in out.stderr
+
+
+def test_each_flow_run_is_a_runs_row(synthesized):
+    from lake import Lake
+
+    lake_root, first, second = synthesized
+    runs = Lake(lake_root).query("SELECT * FROM runs WHERE flow = 'synthesize-tasks' ORDER BY started_at")
+    assert [r["run_id"] for r in runs] == [first["run_id"], second["run_id"]]
+    assert all(r["status"] == "completed" and r["started_at"] <= r["finished_at"] for r in runs)
+    assert json.loads(runs[0]["parameters_json"])["count"] == 12
+    assert json.loads(runs[0]["counts_json"]) == {"sandboxes": 1, "problems": 1}

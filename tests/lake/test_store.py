@@ -8,7 +8,8 @@ from lake import utcnow
 
 
 def _run_row(run_id="r1", flow="synthesize-tasks"):
-    return {"run_id": run_id, "flow": flow, "parameters_json": "{}", "summary_json": "{}", "started_at": utcnow(), "finished_at": utcnow()}
+    return {"invocation_id": run_id, "run_id": run_id, "flow": flow, "status": "completed", "parameters_json": "{}",
+            "counts_json": "{}", "started_at": utcnow(), "finished_at": utcnow(), "recorded_at": utcnow()}
 
 
 def test_write_is_idempotent_per_run_and_batch(lake):
@@ -19,22 +20,96 @@ def test_write_is_idempotent_per_run_and_batch(lake):
     assert not list((lake.tables_dir / "runs").glob(".tmp-*")), "no temporary file may be left behind"
 
 
-def test_readers_never_see_a_file_being_written(lake, monkeypatch):
-    """While a write's temporary file sits beside the table (before its rename), queries still work."""
+def test_each_write_is_a_snapshot_and_old_snapshots_stay_readable(lake):
+    """A commit is atomic: a reader pinned to a version sees exactly its rows (time travel for lineage)."""
+    lake.write("runs", [_run_row("a")], "run1", 0)
+    first = lake.version("runs")
+    lake.write("runs", [_run_row("b")], "run1", 1)
+    lake.write("runs", [_run_row("a2")], "run1", 0)  # replaces batch 0
+    con = duckdb.connect()
+    then = con.execute("SELECT run_id FROM read_parquet($f)", {"f": [p.as_posix() for p in lake.files("runs", first)]})
+    assert then.fetchall() == [("a",)]
+    assert sorted(r["run_id"] for r in lake.query("SELECT run_id FROM runs")) == ["a2", "b"]
+    assert lake.version("runs") == first + 2
+
+
+def test_compaction_merges_files_and_keeps_rows_and_idempotency(lake):
+    for i in range(6):
+        lake.write("runs", [_run_row(f"r{i}")], "run1", i)
+    assert len(lake.files("runs")) == 6
+    assert lake.compact()["runs"] == 6
+    assert len(lake.files("runs")) == 1
+    lake.write("runs", [_run_row("r3-again")], "run1", 3)  # a retried batch still replaces its rows
+    assert sorted(r["run_id"] for r in lake.query("SELECT run_id FROM runs")) == ["r0", "r1", "r2", "r3-again", "r4", "r5"]
+
+
+def test_compaction_runs_by_itself_every_n_commits(lake, monkeypatch):
     import lake.store as store
 
+    monkeypatch.setattr(store, "COMPACT_EVERY", 4)
+    for i in range(9):
+        lake.write("runs", [_run_row(f"r{i}")], "run1", i)
+    assert len(lake.files("runs")) < 9
+    assert lake.query("SELECT count(*) AS n FROM runs") == [{"n": 9}]
+
+
+def test_the_catalog_names_no_hidden_column_and_survives_a_move(lake, tmp_path):
     lake.write("runs", [_run_row("a")], "run1", 0)
-    seen = []
-    real_replace = store.os.replace
+    moved = tmp_path / "moved"
+    lake.root.rename(moved)
+    from lake import Lake
 
-    def query_mid_write(src, dst):
-        seen.append(sorted(r["run_id"] for r in lake.query("SELECT run_id FROM runs")))
-        real_replace(src, dst)
+    there = Lake(moved)
+    there.refresh_catalog()
+    con = duckdb.connect(str(there.catalog_path), read_only=True)
+    assert "_batch_key" not in [r[0] for r in con.execute("DESCRIBE runs").fetchall()]
+    assert con.execute("SELECT run_id FROM runs").fetchall() == [("a",)]
 
-    monkeypatch.setattr(store.os, "replace", query_mid_write)
-    lake.write("runs", [_run_row("b")], "run1", 1)
-    assert seen == [["a"]]
-    assert sorted(r["run_id"] for r in lake.query("SELECT run_id FROM runs")) == ["a", "b"]
+
+def test_two_processes_writing_one_lake_at_once_lose_nothing(lake):
+    """Separate processes commit 40 batches each into the same tables at the same time."""
+    script = textwrap.dedent(f"""
+        import sys
+        from lake import Lake, utcnow
+        lake, who = Lake({str(lake.root)!r}), sys.argv[1]
+        for i in range(40):
+            row = {{"run_id": f"{{who}}-{{i}}", "flow": "f", "parameters_json": "{{}}", "counts_json": "{{}}", "invocation_id": f"{{who}}-{{i}}",
+                   "started_at": utcnow(), "finished_at": utcnow()}}
+            lake.write("runs", [row, dict(row, run_id=row["run_id"] + "-b", invocation_id=row["run_id"] + "-b")], who, i)
+            if i % 10 == 0:
+                lake.write("runs", [row, dict(row, run_id=row["run_id"] + "-b", invocation_id=row["run_id"] + "-b")], who, i)  # a retry
+    """)
+    procs = [subprocess.Popen([sys.executable, "-c", script, who]) for who in ("p1", "p2")]
+    assert [p.wait(timeout=600) for p in procs] == [0, 0]
+    counts = lake.query("SELECT split_part(run_id, '-', 1) AS who, count(*) AS n, count(DISTINCT run_id) AS ids "
+                        "FROM runs GROUP BY 1 ORDER BY 1")
+    assert counts == [{"who": "p1", "n": 80, "ids": 80}, {"who": "p2", "n": 80, "ids": 80}]
+
+
+def test_an_old_layout_lake_says_to_migrate_and_migrate_keeps_every_row(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    import pytest
+
+    from lake import TABLES, Lake
+    from lake.migrate import migrate
+    from lake.store import LegacyLakeError
+
+    root = tmp_path / "old"
+    (root / "tables" / "runs").mkdir(parents=True)
+    for name, ids in (("run1-0", ["a", "b"]), ("run1-1", ["c"])):
+        rows = [_run_row(i) for i in ids]
+        pq.write_table(pa.Table.from_pylist(rows, schema=TABLES["runs"]), root / "tables" / "runs" / f"{name}.parquet")
+    old = Lake(root)
+    with pytest.raises(LegacyLakeError, match="flywheel lake migrate"):
+        old.query("SELECT * FROM runs")
+    assert migrate(old) == {"runs": 3}
+    lake = Lake(root)
+    assert sorted(r["run_id"] for r in lake.query("SELECT run_id FROM runs")) == ["a", "b", "c"]
+    assert (root / "legacy" / "runs" / "run1-0.parquet").exists()
+    lake.write("runs", [_run_row("c2")], "run1", 1)  # the old (run, batch) is still replaced, not duplicated
+    assert sorted(r["run_id"] for r in lake.query("SELECT run_id FROM runs")) == ["a", "b", "c2"]
+    assert migrate(lake) == {}
 
 
 def test_bad_rows_go_to_quarantine_and_the_rest_lands_once(lake):

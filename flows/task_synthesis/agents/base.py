@@ -48,13 +48,23 @@ def get_agent(name: str) -> CodingAgent:
 
 
 class _StaticByAppShape:
-    """The offline agent: the server-app reader (static.py), or the page reader (static_page.py; for a
-    board configured in the page, board_page.py) when the sandbox's state lives in the page (state kind
-    js or local_storage)."""
+    """The offline agent. For every web sandbox its general path is discovery (discovery/agent.py: the
+    live app walked as a person would); the source readers add to it: the server-app reader (static.py),
+    or the page reader (static_page.py; for a board configured in the page, board_page.py) when the
+    sandbox's state lives in the page (state kind js or local_storage)."""
 
     name = "static"
 
     def synthesize(self, request: SynthesisRequest) -> AgentOutput:
+        read = self._from_source(request)
+        if request.manifest.sandbox.kind != "web":
+            return read
+        from flows.task_synthesis.discovery.agent import DiscoveryAgent
+
+        found = DiscoveryAgent().synthesize(request)
+        return merge(read, found, request.count)
+
+    def _from_source(self, request: SynthesisRequest) -> AgentOutput:
         if request.manifest.sandbox.kind == "android":
             from flows.task_synthesis.agents.static_android import StaticAndroidAgent
 
@@ -70,3 +80,21 @@ class _StaticByAppShape:
         from flows.task_synthesis.agents.static import StaticAgent
 
         return StaticAgent().synthesize(request)
+
+
+def merge(read: AgentOutput, found: AgentOutput, count: int) -> AgentOutput:
+    """Source-read candidates and discovered ones, `count` in all: discovery gets at least half the
+    budget when it has candidates; the source reader fills the rest (and discovery what it leaves)."""
+    for_found = min(len(found.candidates), max(count // 2, count - len(read.candidates)))
+    picked = read.candidates[: count - for_found]
+    seen = {c.task_id for c in picked}
+    for c in found.candidates:
+        if len(picked) >= count:
+            break
+        if c.task_id not in seen:
+            seen.add(c.task_id)
+            picked.append(c)
+    used = {inj["skill"] for c in picked for inj in c.injection}
+    skills = [s for s in read.skills + found.skills if s.name in used]
+    notes = found.notes + [n for n in read.notes if not found.candidates or "needs" not in n]
+    return AgentOutput(skills, picked, notes, read.retired + found.retired)

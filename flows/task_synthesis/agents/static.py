@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from flows.task_synthesis.agents.base import AgentOutput, SynthesisRequest
+from flows.task_synthesis.agents.navigation import Navigator
 from flows.task_synthesis.app_model import AppModel, Field, Form, Route, Table, build_app_model
 from flows.task_synthesis.task_spec import SYNTHESISER_VERSION, TaskSpec
 from flows.task_synthesis.values import person, value_for
@@ -81,6 +82,10 @@ class StaticAgent:
             out.notes.extend(composer.notes)
         finally:
             db.close()
+        typed = sum(any(a.get("action") == "goto" for a in c.reference) for c in out.candidates)
+        if typed:
+            out.notes.append(f"{request.manifest.name}: {typed} of {len(out.candidates)} references open a page by its URL "
+                             "(no link path from the home page was found)")
         used = {inj["skill"] for c in out.candidates for inj in c.injection}
         out.skills = [s for s in out.skills if s.name in used]
         return out
@@ -114,6 +119,9 @@ class _Composer:
         self.skills: dict[str, Skill] = {}
         self.notes: list[str] = []
         self._who_value: tuple[str, str] = ("Ana", "Silva")
+        start = request.manifest.start
+        self.typed_urls = 0  # references that open a page by its URL (no link path to it was found)
+        self.nav = Navigator(request.source.files, model, start.home_path if start else "/")
 
     # ---- recipes --------------------------------------------------------------------------------
     def recipes(self) -> dict[str, list[Recipe]]:
@@ -168,6 +176,10 @@ class _Composer:
                 continue
             if f.type == "checkbox" and not fill.stored:
                 continue  # unticked is the default a person would not mention
+            if fill.column is None:  # a value the app keeps nowhere a verifier can read: not asked for
+                if f.required:
+                    return None
+                continue
             fills.append(fill)
         where = self._where(fills, table)
         if not where or not fills:
@@ -176,7 +188,7 @@ class _Composer:
         details = _join([f"{_spoken_label(f.field.label)} {f.spoken}" for f in fills if f.field.type != "checkbox"])
         ticks = [f"tick {quote(f.field.label)}" for f in fills if f.field.type == "checkbox"]
         instruction = f"{rng.choice(OPENERS)}{main} with {details}{', and ' + _join(ticks) if ticks else ''}."
-        reference = [{"action": "goto", "url": url}, *[f.action for f in fills], *self._submit(form)]
+        reference = [*self._open(url), *[f.action for f in fills], *self._submit(form)]
         params = {"form": form.label, "page": url, "values": {f.field.name: f.stored for f in fills}}
         verifier = {"template": "row_exists", "params": {"table": table.name, "where": where}}
         return self._spec("create", url, instruction, params, seed, [], verifier, reference)
@@ -230,7 +242,7 @@ class _Composer:
         instruction = f"{rng.choice(OPENERS)}{_join(phrases)}."
         where = dict(key) | {f.column: f.stored for f in fills if f.column}
         verifier = {"template": "row_exists", "params": {"table": table.name, "where": where}}
-        reference = [{"action": "goto", "url": url}, *[f.action for f in fills], *self._submit(form)]
+        reference = [*self._open(url, row if injection else None, table.name), *[f.action for f in fills], *self._submit(form)]
         params = {"form": form.label, "page": url, "key": key, "values": {f.field.name: f.stored for f in fills}}
         return self._spec("update", url, instruction, params, seed, injection, verifier, reference)
 
@@ -248,7 +260,7 @@ class _Composer:
         url = _fill_path(rng.choice(pages).path, row["id"])
         instruction = f"{rng.choice(OPENERS)}delete the {singular(table.name)} {quote(row[table.display_column])}."
         verifier = {"template": "row_absent", "params": {"table": table.name, "where": {"id": row["id"]}}}
-        reference = [{"action": "goto", "url": url}, *self._submit(form)]
+        reference = [*self._open(url, row, table.name), *self._submit(form)]
         injection = [{"skill": self._insert_skill(table).name, "args": row}]
         params = {"form": form.label, "page": url, "row": row["id"]}
         return self._spec("delete", url, instruction, params, seed, injection, verifier, reference)
@@ -304,7 +316,7 @@ class _Composer:
         if row is None or not str(row["shown"]).strip():
             return None
         term = " ".join(str(row["shown"]).split()[:3])
-        actions = [{"action": "goto", "url": "/"}, {"action": "type", "target": self._target(form, q), "text": term}]
+        actions = [*self._open("/"), {"action": "type", "target": self._target(form, q), "text": term}]
         lookaheads = [f"(?=(?:.*&)?q={re.escape(term)}(?:&|$))"]
         said = f"Search for {quote(term)}"
         filters = [f for f in form.visible_fields if f.tag == "select" and len([o for o in f.static_options if o[0]]) > 0]
@@ -339,8 +351,9 @@ class _Composer:
         instruction = f"{a.instruction.rstrip('.?')}, and then {second.rstrip('.?')}."
         verifier = {"template": "all_of", "params": {"checks": [a.verifier, b.verifier]}}
         params = {"steps": [a.params, b.params]}
+        back = [] if b.reference and b.reference[0]["action"] == "goto" else [self.nav.home_link() or {"action": "goto", "url": "/"}]
         return self._spec(
-            "multi_step", a.app_area, instruction, params, seed, a.injection + b.injection, verifier, a.reference + b.reference,
+            "multi_step", a.app_area, instruction, params, seed, a.injection + b.injection, verifier, a.reference + back + b.reference,
         )
 
     # ---- pieces ---------------------------------------------------------------------------------
@@ -378,6 +391,15 @@ class _Composer:
                 row = self.db.execute(f"SELECT * FROM {table} ORDER BY id LIMIT 1 OFFSET ?", [rng.randrange(n)]).fetchone()
                 return _fill_path(p.path, row["id"]), table, dict(row)
         return None
+
+    def _open(self, url: str, row: dict[str, Any] | None = None, table: str | None = None) -> list[dict[str, Any]]:
+        """How a person gets to `url` from the home page: the links they would click; a typed URL only
+        when no link path is known (a record on a paginated list, a page nothing links to)."""
+        clicks = self.nav.path_to(url, row, table)
+        if clicks is None:
+            self.typed_urls += 1
+            return [{"action": "goto", "url": url}]
+        return clicks
 
     def _count(self, table: str) -> int:
         return self.db.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
@@ -448,14 +470,9 @@ class _Composer:
         return None
 
     def _where(self, fills: list[_Fill], table: Table) -> dict[str, Any]:
-        where: dict[str, Any] = {}
-        for f in fills:
-            if f.column and f.field.type in ("text", "email", "textarea", "tel") and len(where) < 3:
-                where[f.column] = f.stored
-        for f in fills:
-            if f.column and f.column not in where and (f.field.tag == "select" or f.field.type in ("number", "checkbox")):
-                where[f.column] = f.stored
-        return where
+        """Every value the request names, in the column it lands in: a verifier that checks only some of
+        them passes an agent that typed the others wrong (the gate's counterfactual replays reject it)."""
+        return {f.column: f.stored for f in fills if f.column}
 
     def _main_phrase(self, form: Form, ctx_table: str | None, ctx_row: dict | None) -> str:
         words = form.label.split() or (form.buttons[0].split() if form.buttons else ["submit"])

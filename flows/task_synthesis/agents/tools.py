@@ -189,8 +189,9 @@ class Workbench:
         # a commit read from a dirty tree (`<sha>+dirty-<hash>`): its base commit, and the tree on disk
         pinned, dirty = self.source.commit.split("+")[0], "+dirty" in self.source.commit
         revs = [from_commit.split("+")[0]] + ([to_commit.split("+")[0]] if to_commit else [] if dirty else [pinned])
+        shas = [_commit_sha(repo, rev) for rev in revs]  # the model's text never reaches git as an option
         try:
-            text = repo.git.diff(*revs, "--", rel or ".")
+            text = repo.git.diff("--end-of-options", *shas, "--", rel or ".")
         except Exception as exc:
             raise ToolError(f"git diff failed: {str(exc).splitlines()[-1][:300]}") from None
         return text[:MAX_TEXT] + ("\n... (diff truncated)" if len(text) > MAX_TEXT else "") if text else "no changes"
@@ -198,7 +199,7 @@ class Workbench:
     def _query_app_db(self, sql: str) -> str:
         if self.request.app_db is None:
             raise ToolError("this sandbox has no SQLite state to query")
-        con = sqlite3.connect(f"file:{self.request.app_db}?mode=ro", uri=True)
+        con = read_only_sqlite(Path(self.request.app_db))
         steps = [0]
 
         def guard() -> int:  # abort runaway queries
@@ -379,6 +380,36 @@ class Workbench:
     def _submit(self, summary: str = "") -> str:
         self.submitted = summary or "submitted"
         return f"submitted {len(self.candidates)} candidates and {len(self.skills)} skills for validation"
+
+
+def _commit_sha(repo, rev: Any) -> str:
+    """The full sha of a commit the model named, or a ToolError: only a verified commit reaches `git diff`."""
+    if not isinstance(rev, str) or not re.fullmatch(r"[\w./~^@{}-]{1,200}", rev) or rev.startswith("-"):
+        raise ToolError(f"{str(rev)[:80]!r} is not a commit; give a sha from git_log")
+    try:
+        return repo.git.rev_parse("--verify", "--quiet", "--end-of-options", f"{rev}^{{commit}}").strip()
+    except Exception:
+        raise ToolError(f"no commit {rev!r} in this repository; give a sha from git_log") from None
+
+
+# what a read-only query may do: read rows, call functions, recurse, and look at a table's shape
+_READ_ACTIONS = {sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_FUNCTION, sqlite3.SQLITE_RECURSIVE}
+_READ_PRAGMAS = {"table_info", "table_xinfo", "index_list", "index_info", "index_xinfo", "foreign_key_list"}
+
+
+def read_only_sqlite(db: Path) -> sqlite3.Connection:
+    """A connection that can only read `db`: opened read-only, `query_only`, and an authorizer that refuses
+    everything but reads (ATTACH and VACUUM INTO would create files even on a read-only connection)."""
+    con = sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True)
+    con.execute("PRAGMA query_only = ON")
+
+    def authorize(action: int, arg1: str | None, arg2: str | None, _db: str | None, _trigger: str | None) -> int:
+        if action in _READ_ACTIONS or (action == sqlite3.SQLITE_PRAGMA and arg1 in _READ_PRAGMAS):
+            return sqlite3.SQLITE_OK
+        return sqlite3.SQLITE_DENY
+
+    con.set_authorizer(authorize)
+    return con
 
 
 def _check_code(code: Any, entry: str) -> None:

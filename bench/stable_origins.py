@@ -1,0 +1,95 @@
+"""Data that does not depend on a run's port: the same cycle twice, on two ports, exports byte-identical shards.
+
+    nice -n 10 .venv/bin/python bench/stable_origins.py [--sandbox shop] [--count 8]
+
+Each run: synthesize-tasks (the static agent, seed 0), a replay rollout, the judge and export-sft, into its
+own lake, with fixed run ids; the app is served on a different local port each time. Prints the ports,
+the local-port strings found in each lake (tasks, validation runs, steps, trajectories, UI-tree blobs) and
+in each export, and whether the export shards are byte-identical.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import sandboxes.app_process as app_process
+from flows.judging.judge import judge_pending
+from flows.rollout.rollout import rollout
+from flows.sft_export.config import ExportConfig
+from flows.sft_export.export import export_sft
+from flows.task_synthesis.synthesis import synthesize_sandbox
+from lake import Lake
+from lake.quality import LOCAL_PORT
+from sandboxes.registry import select
+
+TEXT_COLUMNS = {
+    "tasks": ("instruction", "reference_json", "params_json", "reason_detail"),
+    "validation_runs": ("evidence_json", "error", "verdict_reason"),
+    "steps": ("url", "actions_json", "error", "outputs_json"),
+    "trajectories": ("end_detail", "evidence_json", "final_answer"),
+}
+
+
+def port_strings_in_lake(lake: Lake) -> int:
+    pattern = re.compile(LOCAL_PORT)
+    hits = 0
+    for table, columns in TEXT_COLUMNS.items():
+        for row in lake.query(f"SELECT {', '.join(columns)} FROM {table}"):
+            hits += sum(len(pattern.findall(str(v))) for v in row.values() if v is not None)
+    for blob in lake.query("SELECT DISTINCT ui_tree_sha FROM steps WHERE ui_tree_sha IS NOT NULL"):
+        hits += len(pattern.findall(lake.read_blob(blob["ui_tree_sha"]).decode("utf-8", "replace")))
+    return hits
+
+
+def one_cycle(manifest, root: Path) -> tuple[Lake, Path]:
+    lake = Lake(root / "lake")
+    summary = synthesize_sandbox(manifest, lake, "origins-synth", count=ARGS.count, seed=0)
+    lake.refresh_catalog()
+    rollout(lake, "origins-replay", "replay", [manifest.name])
+    judge_pending(lake, "origins-judge")
+    lake.refresh_catalog()
+    result = export_sft(lake, ExportConfig(name="origins"), out=root / "exports", run_id="origins-export")
+    print(f"  verified {summary.verified}, export {result.status}, {result.counts.get('rows')} rows")
+    return lake, Path(result.path)
+
+
+def main() -> None:
+    ports: list[int] = []
+    real = app_process.free_port
+
+    def recorded() -> int:
+        ports.append(real())
+        return ports[-1]
+
+    app_process.free_port = recorded  # to print the ports the apps were served on
+    (manifest,), _ = select([ARGS.sandbox])
+    with tempfile.TemporaryDirectory() as tmp:
+        runs = []
+        for i in (1, 2):
+            start = len(ports)
+            print(f"run {i}:")
+            runs.append(one_cycle(manifest, Path(tmp) / f"run{i}"))
+            print(f"  app ports: {sorted(set(ports[start:]))}")
+        pattern = re.compile(LOCAL_PORT.encode())
+        for i, (lake, export) in enumerate(runs, 1):
+            in_export = sum(len(pattern.findall(f.read_bytes())) for f in sorted((export / "data").glob("*.parquet")))
+            print(f"run {i}: local-port strings in the lake {port_strings_in_lake(lake)}, in the export shards {in_export}")
+        (_, a), (_, b) = runs
+        files_a, files_b = sorted((a / "data").glob("*.parquet")), sorted((b / "data").glob("*.parquet"))
+        same = [fa.name == fb.name and fa.read_bytes() == fb.read_bytes() for fa, fb in zip(files_a, files_b)]
+        print(f"export shards byte-identical: {all(same) and len(files_a) == len(files_b)} "
+              f"({sum(same)}/{max(len(files_a), len(files_b))} shards)")
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sandbox", default="shop")
+    ap.add_argument("--count", type=int, default=8)
+    ARGS = ap.parse_args()
+    main()

@@ -1,0 +1,98 @@
+"""Verdicts that do not depend on machine load: the gate and rollouts while a CPU hog runs.
+
+    nice -n 10 .venv/bin/python bench/under_load.py [--pairs 40] [--sandbox shop] [--episodes 20]
+
+A hog (a Python busy loop per core) runs throughout. The same candidate pairs are gated with 1 and with 4
+workers; the verdicts (status and reason per pair) must be identical. Then a replay rollout of the
+verified pairs, `--episodes` episodes at 4 workers: env_error episodes are counted, and those caused by a
+timeout named. Prints figures only (no thresholds): on a shared machine other jobs add to the load.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import multiprocessing
+import os
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from flows.rollout.rollout import rollout
+from flows.task_synthesis.agents.base import SynthesisRequest
+from flows.task_synthesis.agents.static import StaticAgent
+from flows.task_synthesis.gate import ValidationGate
+from flows.task_synthesis.source import read_source
+from flows.task_synthesis.synthesis import land
+from lake import Lake
+from sandboxes.app_process import AppProcess
+from sandboxes.pool import SandboxPool
+from sandboxes.registry import select
+
+
+def _spin() -> None:
+    while True:
+        pass
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--pairs", type=int, default=40)
+    ap.add_argument("--sandbox", default="shop")
+    ap.add_argument("--episodes", type=int, default=20)
+    ap.add_argument("--workers", type=int, default=4)
+    args = ap.parse_args()
+    (manifest,), _ = select([args.sandbox])
+    with AppProcess(manifest) as app:
+        out = StaticAgent().synthesize(SynthesisRequest(manifest, read_source(manifest), app.snapshot_path, args.pairs, 0))
+    pairs, skills = out.candidates[: args.pairs], {s.name: s for s in out.skills}
+    hog = [multiprocessing.Process(target=_spin, daemon=True) for _ in range(os.cpu_count() or 1)]
+    for p in hog:
+        p.start()
+    print(f"hog: {len(hog)} busy loops; load average at start {os.getloadavg()[0]:.1f}")
+    try:
+        runs = {}
+        for workers in (1, args.workers):
+            t0 = time.perf_counter()
+            results = SandboxPool(manifest, workers).map(lambda d, p: ValidationGate(d, skills).validate(p), pairs)
+            runs[workers] = results
+            verdicts = Counter(r.reason or "verified" for r in results)
+            print(f"gate, {workers} worker(s): {time.perf_counter() - t0:6.1f} s, load {os.getloadavg()[0]:.1f}, {dict(verdicts)}")
+        one, many = ([(r.status, r.reason) for r in runs[w]] for w in (1, args.workers))
+        same = sum(a == b for a, b in zip(one, many))
+        print(f"identical verdicts 1 vs {args.workers} workers: {same}/{len(pairs)}")
+        for spec, a, b in zip(pairs, one, many):
+            if a != b:
+                print(f"  differs: {spec.task_id}: {a} vs {b}")
+        with tempfile.TemporaryDirectory() as tmp:
+            lake = Lake(Path(tmp) / "lake")
+            land(lake, "load-gate", manifest.name, "static", list(skills.values()), list(zip(pairs, runs[1])))
+            lake.refresh_catalog()
+            verified = [s.task_id for s, r in zip(pairs, runs[1]) if r.status == "verified"]
+            if not verified:
+                print("no verified pair to roll out")
+                return
+            chosen = verified[: args.episodes]
+            per_task = math.ceil(args.episodes / len(chosen))
+            t0 = time.perf_counter()
+            summary = rollout(lake, "load-rollout", "replay", [manifest.name], task_ids=chosen, episodes=per_task,
+                              workers=args.workers)
+            rows = lake.query("SELECT ended, end_detail FROM trajectories")
+            env = [r for r in rows if r["ended"] == "env_error"]
+            timeouts = [r for r in env if "timed out" in (r["end_detail"] or "").lower() or "timeout" in (r["end_detail"] or "").lower()]
+            print(f"rollout, {args.workers} workers: {len(rows)} episodes in {time.perf_counter() - t0:6.1f} s, load "
+                  f"{os.getloadavg()[0]:.1f}; ended {dict(Counter(r['ended'] for r in rows))}; env_error {len(env)}, "
+                  f"from timeouts {len(timeouts)}{'; errors: ' + '; '.join(summary.errors) if summary.errors else ''}")
+            for r in env[:5]:
+                print(f"  env_error: {(r['end_detail'] or '')[:160]}")
+    finally:
+        for p in hog:
+            p.terminate()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,435 @@
+"""Transitions -> task families -> candidate pairs. Every transition that changed state is a family
+(create, update, delete, move, toggle, submit, search) whose parameters are the values typed (or the
+record acted on); families are varied across seeds (other values, other records), chained into
+multi-step tasks, and read-only lists give retrieve tasks with answer verifiers. The verifier is
+built from the observed state diff and checks every value the request names; records a task needs
+are set up by replaying the recorded UI path that made them (checked to have taken effect)."""
+
+from __future__ import annotations
+
+import copy
+import json
+import random
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import parse_qsl, urlsplit
+
+from flows.exploration.reverse import _table_verifier
+from flows.task_synthesis.discovery.fill import fill_action
+from flows.task_synthesis.discovery.state import RECORDS_JS, records_path, storage_expression
+from flows.task_synthesis.discovery.walk import Transition, WalkResult
+from flows.task_synthesis.task_spec import TaskSpec
+from verifier_templates import js_state_matches
+from verifier_templates.base import Evidence
+
+VERSION = "discovery-1"
+REPLAY_SKILL = "replay_ui"
+GENERIC_BUTTONS = {"", "submit", "ok", "save", "send", "go", "continue", "next", "done", "apply", "confirm", "finish", "enter", "add"}
+MULTI_SHARE = 0.34  # of the candidates drawn, at least this share chains steps
+
+
+def quote(value: Any) -> str:
+    return f"“{value}”"
+
+
+@dataclass
+class Family:
+    name: str  # create | update | delete | move | toggle | submit | search
+    key: str
+    transition: Transition
+    verifier: dict[str, Any]
+    values: list[str]  # the values the request names, as observed
+    setup: Transition | None = None  # the create step whose record this family acts on
+    setup_verifier: dict[str, Any] | None = None
+    setup_family: Family | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def variable(self) -> bool:
+        return bool(self.transition.slots) or self.setup is not None or self.transition.kind == "drag"
+
+
+@dataclass
+class Instance:
+    family: Family
+    request: str
+    setup: list[dict[str, Any]]  # UI actions that make the records it needs (before the reference)
+    setup_check: dict[str, Any] | None
+    reference: list[dict[str, Any]]
+    verifier: dict[str, Any]
+    values: list[str]
+    item: str = ""
+    setup_request: str = ""
+
+
+# ---- verifiers from diffs ------------------------------------------------------------------------------
+def verifier_for(t: Transition, initial_records: list[dict]) -> tuple[str, dict[str, Any], list[str]] | None:
+    """(family, verifier, the values it checks) for the clearest change the transition made."""
+    typed = tuple(s.value for s in t.slots if s.value and s.value not in ("yes",))
+    said = {v.strip().casefold() for v in typed}
+    d = t.diff
+    for table, change in sorted(d.db.items()):
+        found = _table_verifier(table, change, said)
+        if found:
+            return found[0], found[1], list(typed) or [str(v) for v in found[1]["params"].get("where", {}).values()]
+    records = _records_verifier(t)
+    if records:
+        return records
+    if d.manifest is not None and t.kind != "item":
+        expr = _manifest_expression(t)
+        found = expr and js_state_matches.from_change(d.manifest[0], d.manifest[1], expr, typed)
+        if found and _names_typed(found[1], typed):
+            return found[0], found[1], _checked_values(found[1])
+    for key, (before, after) in sorted(d.storage.items()):
+        path = records_path(after) if after is not None else records_path(before)
+        expr = storage_expression(key, path or []) if path is not None else ""
+        if not expr:
+            continue
+        b, a = _at(before, path), _at(after, path)
+        found = js_state_matches.from_change(b, a, expr, typed)
+        if found and _names_typed(found[1], typed):
+            return found[0], found[1], _checked_values(found[1])
+    shown = [v for v in typed if len(v) >= 3 and v.casefold() in t.text_after.casefold()]
+    if shown and t.kind in ("form", "enter"):
+        checks = [{"template": "page_contains", "params": {"text": v}} for v in shown]
+        return "submit", checks[0] if len(checks) == 1 else {"template": "all_of", "params": {"checks": checks}}, shown
+    if t.url_after and urlsplit(t.url_after).query:
+        query = [(k, v) for k, v in parse_qsl(urlsplit(t.url_after).query) if v and v in typed]
+        if query:
+            path = urlsplit(t.url_after).path
+            looks = "".join(f"(?=(?:.*&)?{re.escape(k)}={_spaced(v)}(?:&|$))" for k, v in query)
+            return "search", {"template": "url_matches", "params": {"pattern": f"{re.escape(path)}\\?{looks}"}}, [v for _, v in query]
+    return None
+
+
+def _spaced(value: str) -> str:
+    """A query value as a URL shows it: spaces as +, %20 or a space."""
+    return "(?:\\+|%20| )".join(re.escape(part) for part in value.split(" "))
+
+
+def _manifest_expression(t: Transition) -> str:
+    return getattr(t, "_manifest_expression", "") or ""
+
+
+def _at(value: Any, path: list[Any] | None) -> Any:
+    for p in path or []:
+        value = value.get(p) if isinstance(value, dict) else None
+    return value if value is not None else []
+
+
+def _names_typed(verifier: dict[str, Any], typed: tuple[str, ...]) -> bool:
+    if not typed:
+        return True
+    shown = json.dumps(verifier["params"].get("where", {}), ensure_ascii=False).casefold()
+    return any(v.casefold() in shown for v in typed if len(v) >= 2)
+
+
+def _checked_values(verifier: dict[str, Any]) -> list[str]:
+    return [str(v) for v in verifier["params"].get("where", {}).values() if isinstance(v, str)]
+
+
+def _records_verifier(t: Transition) -> tuple[str, dict[str, Any], list[str]] | None:
+    if t.diff.records is None:
+        return None
+    before, after = t.diff.records
+    typed = [s.value for s in t.slots if len(s.value) >= 3]
+
+    def params(where: dict[str, Any], count: int) -> dict[str, Any]:
+        return {"template": "js_state_matches", "params": {"expression": RECORDS_JS, "where": where, "count": count}}
+
+    def holds(v: dict[str, Any]) -> bool:
+        p = v["params"]
+        return (js_state_matches.judge(Evidence({}, {"state": after}), p).passed
+                and not js_state_matches.judge(Evidence({}, {"state": before}), p).passed)
+
+    if t.item:
+        was = [r for r in before if r.get("text") == t.item]
+        now = [r for r in after if r.get("text") == t.item]
+        renamed = [r for r in after if r not in before and any(v.casefold() in r.get("text", "").casefold() for v in typed)]
+        if was and not now and renamed:
+            gone, new = params({"text": t.item}, 0), params({"text": renamed[0]["text"]}, 1)
+            v = {"template": "all_of", "params": {"checks": [gone, new]}}
+            return ("update", v, [t.item, renamed[0]["text"]]) if holds(new) and holds(gone) else None
+        if was and not now:
+            v = params({"text": t.item}, 0)
+            return ("delete", v, [t.item]) if holds(v) else None
+        if was and now and was[0] != now[0]:
+            changed = {k: now[0][k] for k in now[0] if was[0].get(k) != now[0][k]}
+            family = "move" if "list" in changed else "toggle" if "checked" in changed else "update"
+            where = {"text": t.item} | changed
+            v = params(where, sum(1 for r in after if js_state_matches.matches(r, where)))
+            return (family, v, [t.item] + [str(x) for x in changed.values() if isinstance(x, str)]) if holds(v) else None
+        return None
+    added = sorted((r for r in after if r not in before and any(v.casefold() in r.get("text", "").casefold() for v in typed)),
+                   key=lambda r: len(r.get("text", "")))
+    if added:
+        r = added[0]
+        where = {k: r[k] for k in ("list", "text", "checked") if k in r and (k != "list" or r[k])}
+        v = params(where, sum(1 for x in after if js_state_matches.matches(x, where)))
+        if holds(v):
+            return "create", v, [r["text"]] + ([r["list"]] if r.get("list") else [])
+    return None
+
+
+# ---- families ----------------------------------------------------------------------------------------
+def families_from(walk: WalkResult, manifest_expression: str | None) -> tuple[list[Family], Counter]:
+    """One family per state-changing transition (the first of each kind and place); and, per reason,
+    the transitions that gave none."""
+    out: dict[str, Family] = {}
+    dropped: Counter = Counter()
+    made: dict[int, Family] = {}
+    for t in walk.transitions:
+        t._manifest_expression = manifest_expression  # type: ignore[attr-defined]
+        if not t.diff and not (t.url_after and urlsplit(t.url_after).query):
+            dropped["no state change"] += 1
+            continue
+        found = verifier_for(t, walk.initial.records if walk.initial else [])
+        if found is None:
+            dropped["change without a checkable value"] += 1
+            continue
+        name, verifier, values = found
+        if t.kind == "drag" and name in ("update", "create"):
+            name = "move"
+        key = f"{name}|{t.kind}|{t.page}|{t.heading}|{t.button}|{t.control.get('name', '')}|{t.to}|{bool(t.made_by)}"
+        if key in out:
+            continue
+        fam = Family(name, key, t, verifier, values)
+        if t.made_by is not None:
+            setup = made.get(id(t.made_by))
+            if setup is None:
+                dropped["acts on a record whose making has no verifier"] += 1
+                continue
+            fam.setup, fam.setup_verifier, fam.setup_family = t.made_by, setup.verifier, setup
+        out[key] = fam
+        made[id(t)] = fam
+    return list(out.values()), dropped
+
+
+# ---- instances -------------------------------------------------------------------------------------------
+def _substitute(value: Any, swaps: dict[str, str]) -> Any:
+    if isinstance(value, str):
+        for old, new in swaps.items():
+            if old and (value == old or (len(old) >= 3 and old in value)):
+                value = value.replace(old, new)
+        return value
+    if isinstance(value, list):
+        return [_substitute(v, swaps) for v in value]
+    if isinstance(value, dict):
+        return {k: _substitute(v, swaps) for k, v in value.items()}
+    return value
+
+
+def _revalue(t: Transition, rng: random.Random) -> tuple[list[dict], dict[str, str]]:
+    """The transition's actions with fresh values in every slot, and old -> new per value."""
+    actions = copy.deepcopy(t.actions)
+    swaps: dict[str, str] = {}
+    for s in t.slots:
+        made = fill_action(s.field, rng)
+        if made is None:
+            continue
+        act, value = made
+        if s.field.type in ("checkbox", "radio"):
+            continue
+        actions[s.index] = act
+        if value != s.value:
+            swaps[s.value] = value
+    return actions, swaps
+
+
+def instance(fam: Family, rng: random.Random, fresh: bool) -> Instance | None:
+    """One task of the family: the observed one (fresh=False) or one with new values/records."""
+    t = fam.transition
+    if fam.setup is not None:
+        s_actions, swaps = _revalue(fam.setup, rng) if fresh else (fam.setup.actions, {})
+        own, own_swaps = _revalue(t, rng) if fresh and t.slots else (list(t.actions), {})
+        own = _substitute(own, swaps)  # actions that name the record (a double click on its text)
+        setup = fam.setup.path + s_actions
+        check = _substitute(fam.setup_verifier, swaps)
+        item = _substitute(t.item, swaps)
+        both = swaps | own_swaps
+        verifier = _substitute(fam.verifier, both)
+        values = [_substitute(v, both) for v in fam.values]
+        made = fam.setup_family
+        slots = {s.field.spoken: swaps.get(s.value, s.value) for s in fam.setup.slots}
+        setup_request = _request(made, [_substitute(v, swaps) for v in made.values], "", slots) if made else ""
+        mine = {s.field.spoken: own_swaps.get(s.value, s.value) for s in t.slots}
+        return Instance(fam, _request(fam, values, item, mine), setup, check, own, verifier, values, item, setup_request)
+    if t.kind == "drag":
+        return _drag_instance(fam, rng, fresh)
+    actions, swaps = _revalue(t, rng) if fresh else (list(t.actions), {})
+    if fresh and t.slots and not swaps:
+        return None
+    verifier = _substitute(fam.verifier, swaps)
+    values = [_substitute(v, swaps) for v in fam.values]
+    slots = {s.field.spoken: swaps.get(s.value, s.value) for s in t.slots}
+    return Instance(fam, _request(fam, values, t.item, slots), [], None, t.path + actions, verifier, values, t.item)
+
+
+def _drag_instance(fam: Family, rng: random.Random, fresh: bool) -> Instance | None:
+    t = fam.transition
+    card = t.item
+    if fresh:
+        peers = fam.extra.get("peers", [])
+        if not peers:
+            return None
+        card = rng.choice(peers)
+    swaps = {t.item: card} if card != t.item else {}
+    act = copy.deepcopy(t.actions)
+    act[0]["target"] = {"text": card}
+    verifier = _substitute(fam.verifier, swaps)
+    return Instance(fam, _request(fam, [card, t.to], card), [], None, t.path + act, verifier, [card, t.to], card)
+
+
+# ---- requests ------------------------------------------------------------------------------------------
+def _clean(label: str) -> str:
+    return re.sub(r"\s+", " ", re.sub(r"^[+×✕✖x]\s+|[:*]+$", "", label.strip())).strip()
+
+
+def _request(fam: Family, values: list[str], item: str, slots: dict[str, str] | None = None) -> str:
+    t, name = fam.transition, fam.name
+    where = _clean(t.heading)
+    if name == "move":
+        dest = _clean(t.to) or (values[1] if len(values) > 1 else "")
+        return _sentence(f"move {quote(item)} to {quote(dest)}")
+    if name == "toggle":
+        checked = fam.verifier["params"].get("where", {}).get("checked")
+        return _sentence(f"{'check off' if checked else 'uncheck'} {quote(item)}")
+    if name == "update" and item and slots:
+        return _sentence(f"rename {quote(item)} to {quote(next(iter(slots.values())))}")
+    if name == "delete" and item:
+        return _sentence(f"remove {quote(item)}" + (f" from {quote(where)}" if where else ""))
+    if t.kind == "page_button" or (t.kind == "item" and not slots):
+        button = _clean(t.button or t.control.get("name", ""))
+        on = f" on {quote(item)}" if item else ""
+        return _sentence(f"{button}{on}" if re.match(r"[A-Za-z]", button) else f"press {quote(button)}{on}")
+    slots = slots or {}
+    texts = [v for k, v in slots.items() if v not in ("yes",)]
+    if name == "create" and len(texts) == 1:
+        return _sentence(f"add {quote(texts[0])} to " + (quote(where) if where else "my list"))
+    button = _clean(t.button)
+    details = ", ".join(f"{_clean(k)} {quote(v)}" if v != "yes" else f"tick {quote(_clean(k))}" for k, v in slots.items())
+    if name == "search":
+        return _sentence(f"search for {', '.join(quote(v) for v in texts)}" if len(texts) == 1 else f"search with {details}")
+    if button.casefold() in GENERIC_BUTTONS:
+        form = f"the {quote(where)} form" if where else "the form"
+        return _sentence(f"fill in {form} with {details} and submit it")
+    return _sentence(f"{button} with {details}")
+
+
+def _sentence(text: str) -> str:
+    text = re.sub(r"\s+", " ", text).strip()
+    return text[:1].upper() + text[1:] + ("" if text.endswith((".", "?", "!")) else ".")
+
+
+def _lower_first(text: str) -> str:
+    return text[:1].lower() + text[1:].rstrip(".")
+
+
+# ---- chains and retrieve -----------------------------------------------------------------------------------
+def chain(first: Instance, second: Instance) -> Instance | None:
+    """Two tasks done one after the other; both verifiers must hold at the end."""
+    if first.setup or second.setup:
+        return None
+    if set(first.values) & set(second.values):
+        return None
+    req = _sentence(f"{_lower_first(first.request)}, then {_lower_first(second.request)}")
+    verifier = {"template": "all_of", "params": {"checks": [first.verifier, second.verifier]}}
+    then = second.reference
+    ended = urlsplit(first.family.transition.url_after or "")
+    if then and then[0].get("action") == "goto" and ended.path and (ended.path + (f"#{ended.fragment}" if ended.fragment else "")) in (
+            then[0]["url"], urlsplit(then[0]["url"]).path):
+        then = then[1:]  # already there: reloading would lose what an in-page app holds in memory
+    return Instance(first.family, req, [], None, first.reference + then, verifier, first.values + second.values)
+
+
+def made_then(inst: Instance) -> Instance | None:
+    """Make a record, then act on it (the family's step, on the record just made), as one task."""
+    if not inst.setup or not inst.setup_request or inst.family.name == "delete":
+        return None
+    req = _sentence(f"{_lower_first(inst.setup_request)}, then {_lower_first(inst.request)}")
+    return Instance(inst.family, req, [], None, inst.setup + inst.reference, inst.verifier, inst.values, inst.item)
+
+
+def retrieve_instances(walk: WalkResult) -> list[Instance]:
+    """Questions about what the page lists at reset, answered from the records read then."""
+    records = walk.initial.records if walk.initial else []
+    by_list: dict[str, list[str]] = {}
+    for r in records:
+        if r.get("list") and r.get("text"):
+            by_list.setdefault(r["list"], []).append(r["text"])
+    out = []
+    fam = Family("retrieve", "retrieve", Transition("read", [], [], None), {}, [])  # type: ignore[arg-type]
+    page = walk.pages[0] if walk.pages else "/"
+    for lst, texts in sorted(by_list.items()):
+        n = len(texts)
+        out.append(_answer(fam, page, f"How many items are in {quote(_clean(lst))}? Answer with the number.", str(n), [lst]))
+        counts = Counter(r["text"] for r in records)
+        for text in texts[:3]:
+            homes = {r["list"] for r in records if r.get("text") == text}
+            if counts[text] == 1 and len(homes) == 1 and len(text) <= 60:
+                out.append(_answer(fam, page, f"Which list is {quote(text)} in? Answer with the list's name.", _clean(lst), [text], [lst]))
+    return out
+
+
+def counted_after_making(fams: list[Family], walk: WalkResult, seed: int) -> list[Instance]:
+    """Questions about records the task first sets up through the UI (apps that start empty): make
+    two to four records with a create family, then ask how many the list holds."""
+    records = walk.initial.records if walk.initial else []
+    out = []
+    for fam in fams:
+        p = fam.verifier.get("params", {})
+        if fam.name != "create" or fam.setup or p.get("expression") != RECORDS_JS or not p.get("where", {}).get("list"):
+            continue
+        lst = p["where"]["list"]
+        for k in range(4):
+            rng = random.Random(f"{seed}-count-{fam.key}-{k}")
+            made = [instance(fam, rng, fresh=True) for _ in range(rng.randint(2, 4))]
+            if any(m is None for m in made) or len({m.values[0] for m in made}) < len(made):
+                continue
+            setup: list[dict[str, Any]] = []
+            for m in made:
+                setup += m.reference if not setup else _without_reload(fam.transition, m.reference)
+            check = {"template": "all_of", "params": {"checks": [m.verifier for m in made]}}
+            n = sum(1 for r in records if r.get("list") == lst) + len(made)
+            retrieve = Family("retrieve", f"retrieve|count|{fam.key}", fam.transition, {}, [])
+            question = f"How many items are in {quote(_clean(lst))}? Answer with the number."
+            inst = _answer(retrieve, fam.transition.page, question, str(n), [lst, *[m.values[0] for m in made]])
+            inst.setup, inst.setup_check = setup, check
+            inst.reference = inst.reference[1:]  # the setup leaves the list on screen
+            out.append(inst)
+    return out
+
+
+def _without_reload(t: Transition, reference: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    ended = urlsplit(t.url_after or "")
+    if reference and reference[0].get("action") == "goto" and ended.path and urlsplit(reference[0]["url"]).path == ended.path:
+        return reference[1:]
+    return reference
+
+
+def _answer(fam: Family, page: str, request: str, answer: str, values: list[str], also: list[str] | None = None) -> Instance:
+    verifier = {"template": "answer_equals", "params": {"answer": answer, **({"also_accept": also} if also and also[0] != answer else {})}}
+    return Instance(fam, request, [], None, [{"action": "goto", "url": page}, {"action": "terminate", "status": "success", "answer": answer}],
+                    verifier, values)
+
+
+# ---- to task specs -------------------------------------------------------------------------------------------
+def to_spec(inst: Instance, sandbox: str, commit: str, seed: int, sign_in: list[dict[str, Any]], multi: bool = False) -> TaskSpec:
+    family = "multi_step" if multi else inst.family.name
+    injection = []
+    setup = [*sign_in, *inst.setup]
+    if setup:
+        args: dict[str, Any] = {"actions": setup}
+        if inst.setup_check:
+            args["check"] = inst.setup_check
+        injection.append({"skill": REPLAY_SKILL, "args": args})
+    params = {"origin": "discovery", "family_key": inst.family.key, "values": inst.values, "item": inst.item,
+              "steps": [family] if not multi else ["chain"]}
+    area = inst.family.transition.page.strip("/").split("/")[0] or "home"
+    return TaskSpec(
+        sandbox=sandbox, source_commit=commit, family=family, app_area=area, instruction=inst.request, params=params,
+        seed=seed, injection=injection, verifier=inst.verifier, reference=inst.reference,
+        provenance={"agent": "static", "path": "discovery", "model": None, "synthesiser_version": VERSION},
+    )

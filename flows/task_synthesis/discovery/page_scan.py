@@ -1,0 +1,220 @@
+"""What a person sees on a page, read from the live DOM by one JS expression (so any driver that runs
+JS probes can use it): fields with their type and constraints, the groups they are submitted in,
+controls on records of a list, and what can be dragged where. Every control comes with a semantic
+target (label, role + name, role + place, or text) that the driver resolves the same way on replay."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from verifier_templates.base import Probe
+
+# Roles the way Playwright's get_by_role sees them; fields without a role (date, time) need a label.
+SCAN_JS = r"""(() => {
+  const vis = el => { if (!el || !el.isConnected) return false; const s = getComputedStyle(el);
+    if (s.display === 'none' || s.visibility === 'hidden') return false;
+    const r = el.getBoundingClientRect(); return r.width > 0 && r.height > 0 && !el.closest('[aria-hidden="true"],[hidden]'); };
+  const squash = t => (t || '').replace(/\s+/g, ' ').trim();
+  const text = el => squash(el.innerText || el.textContent);
+  const realLabel = el => {
+    if (el.getAttribute('aria-label')) return squash(el.getAttribute('aria-label'));
+    const by = el.getAttribute('aria-labelledby');
+    if (by) { const t = by.split(/\s+/).map(i => document.getElementById(i)).filter(Boolean).map(text).join(' '); if (t) return t; }
+    if (el.id) { const l = document.querySelector('label[for="' + CSS.escape(el.id) + '"]'); if (l && text(l)) return text(l); }
+    const wrap = el.closest('label'); if (wrap && text(wrap)) return text(wrap);
+    return '';
+  };
+  const roleOf = el => {
+    const r = el.getAttribute('role'); if (r) return r;
+    const t = el.tagName.toLowerCase(), ty = (el.getAttribute('type') || '').toLowerCase();
+    if (t === 'textarea') return 'textbox';
+    if (t === 'select') return el.multiple || el.size > 1 ? 'listbox' : 'combobox';
+    if (t === 'button' || (t === 'input' && ['submit', 'button', 'reset', 'image'].includes(ty))) return 'button';
+    if (t === 'input') {
+      if (ty === 'checkbox') return 'checkbox'; if (ty === 'radio') return 'radio';
+      if (ty === 'number') return 'spinbutton'; if (ty === 'range') return 'slider';
+      if (ty === 'search') return el.getAttribute('list') ? 'combobox' : 'searchbox';
+      if (['', 'text', 'email', 'tel', 'url', 'password'].includes(ty)) return ty === 'password' ? '' : (el.getAttribute('list') ? 'combobox' : 'textbox');
+      return '';
+    }
+    if (t === 'a' && el.hasAttribute('href')) return 'link';
+    return '';
+  };
+  const nameOf = el => realLabel(el) || squash(el.getAttribute('placeholder')) || (roleOf(el) === 'button' ? (text(el) || squash(el.value) || squash(el.title)) : '') || squash(el.title);
+  const roleIndex = {};
+  const all = [...document.querySelectorAll('input, textarea, select, button, [role=button], [role=checkbox], [role=textbox], [role=combobox], [role=radio], [role=switch]')].filter(vis);
+  const seen = new Map();
+  all.forEach(el => { const r = roleOf(el), n = nameOf(el);
+    roleIndex[r] = (roleIndex[r] || 0); el.__fwNthRole = roleIndex[r]++;
+    const key = r + '|' + n; seen.set(key, (seen.get(key) || 0)); el.__fwNthName = seen.get(key); seen.set(key, el.__fwNthName + 1); });
+  const labelCount = {}; all.forEach(el => { const l = realLabel(el); if (l) labelCount[l] = (labelCount[l] || 0) + 1; });
+  const target = el => {
+    const r = roleOf(el), l = realLabel(el), n = nameOf(el);
+    if (l && labelCount[l] === 1 && r !== 'button') return {label: l};
+    if (r && n) return el.__fwNthName ? {role: r, name: n, nth: el.__fwNthName} : {role: r, name: n};
+    if (r) return el.__fwNthRole ? {role: r, nth: el.__fwNthRole} : {role: r};
+    return l ? {label: l} : null;
+  };
+  const heading = el => {  // the title a person reads above a group or a list
+    for (let up = el, k = 0; up && k < 4; up = up.parentElement, k++) {
+      const lab = up.getAttribute && (up.getAttribute('aria-label') || '');
+      if (lab && up !== el) return squash(lab);
+      let sib = up.previousElementSibling;
+      for (let j = 0; sib && j < 3; sib = sib.previousElementSibling, j++) {
+        if (/^H[1-6]$/.test(sib.tagName) || sib.tagName === 'LEGEND' || sib.tagName === 'HEADER' || /title|header|heading/i.test(sib.className)) { const t = text(sib); if (t && t.length < 60) return t; }
+      }
+      const h = up.querySelector && up.querySelector(':scope > h1, :scope > h2, :scope > h3, :scope > h4, :scope > legend, :scope > header');
+      if (h && h !== el && text(h).length < 60) return text(h);
+    }
+    return '';
+  };
+  const fieldOf = el => {
+    const t = el.tagName.toLowerCase(); const ty = t === 'input' ? (el.getAttribute('type') || 'text').toLowerCase() : t;
+    const tg = target(el); if (!tg) return null;
+    const f = {target: tg, role: roleOf(el), type: ty, label: realLabel(el) || squash(el.getAttribute('placeholder')) || squash(el.name) || squash(el.title),
+      name: el.name || el.id || '', required: !!el.required, pattern: el.getAttribute('pattern') || '', min: el.getAttribute('min') || '',
+      max: el.getAttribute('max') || '', step: el.getAttribute('step') || '', minlength: el.minLength > 0 ? el.minLength : 0, maxlength: el.maxLength > 0 ? el.maxLength : 0,
+      value: ty === 'checkbox' || ty === 'radio' ? '' : (el.value || ''), checked: !!el.checked, options: []};
+    if (t === 'select') f.options = [...el.options].filter(o => !o.disabled).map(o => ({label: squash(o.label || o.text), value: o.value}));
+    const dl = el.getAttribute('list') && document.getElementById(el.getAttribute('list'));
+    if (dl) f.options = [...dl.querySelectorAll('option')].map(o => ({label: squash(o.label || o.value), value: o.value}));
+    if (ty === 'radio') f.group = el.name || '';
+    return f;
+  };
+  const skipType = ty => ['hidden', 'submit', 'button', 'reset', 'image', 'file', 'range', 'color'].includes(ty);
+  const isItem = el => !!el.closest('li, tr, [role=listitem], [role=row]') || !!el.closest('[draggable=true]');
+  const fieldEls = all.filter(el => ['input', 'textarea', 'select'].includes(el.tagName.toLowerCase()) && !skipType((el.getAttribute('type') || 'text').toLowerCase()) && !el.disabled && !el.readOnly);
+  const buttons = all.filter(el => roleOf(el) === 'button' && !el.disabled);
+  const groups = [], claimed = new Set();
+  [...document.querySelectorAll('form')].filter(vis).forEach(form => {
+    const fs = fieldEls.filter(el => el.form === form || form.contains(el));
+    const bs = buttons.filter(el => form.contains(el) || el.form === form);
+    const submits = bs.filter(b => b.tagName !== 'BUTTON' || (b.getAttribute('type') || 'submit').toLowerCase() === 'submit');
+    fs.forEach(x => claimed.add(x)); bs.forEach(x => claimed.add(x));
+    if (!fs.length) return;
+    groups.push({kind: 'form', heading: heading(form) || realLabel(form) || squash(form.getAttribute('name')), fields: fs.map(fieldOf).filter(Boolean),
+      buttons: (submits.length ? submits : bs).map(b => ({name: nameOf(b), target: target(b)})).filter(b => b.target && b.name),
+      item: isItem(form)});
+  });
+  const loose = fieldEls.filter(el => !claimed.has(el) && !isItem(el) && !['checkbox', 'radio'].includes((el.getAttribute('type') || '').toLowerCase()));
+  const done = new Set();
+  loose.forEach(el => {
+    if (done.has(el)) return;
+    let box = el.parentElement, bs = [];
+    for (let k = 0; box && k < 4; box = box.parentElement, k++) { bs = buttons.filter(b => !claimed.has(b) && box.contains(b) && !isItem(b)); if (bs.length) break; }
+    if (!bs.length || !box) { done.add(el); const f = fieldOf(el); if (f && ['textbox', 'searchbox', 'combobox'].includes(f.role)) groups.push({kind: 'enter', heading: heading(el), fields: [f], buttons: [], item: false}); return; }
+    const fs = loose.filter(x => box.contains(x)); fs.forEach(x => done.add(x)); bs.forEach(b => claimed.add(b));
+    groups.push({kind: 'group', heading: heading(box), fields: fs.map(fieldOf).filter(Boolean), buttons: bs.map(b => ({name: nameOf(b), target: target(b)})).filter(b => b.target && b.name), item: false});
+  });
+  // controls on records: checkboxes and buttons inside list items / rows / cards
+  const itemOf = el => el.closest('li, tr, [role=listitem], [role=row], [draggable=true]');
+  const itemText = it => { const c = it.cloneNode(true); c.querySelectorAll('button, input, select, textarea, [role=button]').forEach(x => x.remove()); return text(c).slice(0, 80); };
+  const onItems = all.filter(el => itemOf(el) && !claimed.has(el) && (roleOf(el) === 'checkbox' || roleOf(el) === 'switch' || roleOf(el) === 'button') && !el.disabled)
+    .map(el => ({target: target(el), role: roleOf(el), name: nameOf(el), item: itemText(itemOf(el))})).filter(c => c.target && c.item);
+  // loose buttons (not in a form or a record): actions on the page itself
+  const pageButtons = buttons.filter(b => !claimed.has(b) && !itemOf(b)).map(b => ({name: nameOf(b), target: target(b)})).filter(b => b.target && b.name);
+  // drag: HTML5 draggables, and cards of lists that drag libraries move (siblings alike inside like containers)
+  let cards = [...document.querySelectorAll('[draggable=true]')].filter(vis);
+  const like = el => el.tagName + '.' + [...el.classList].sort().join('.');
+  const cls = el => typeof el.className === 'string' ? el.className : '';
+  if (!cards.length) {  // mouse-driven drag libraries: cards of like containers, named like cards
+    const card = /item|card|task|ticket|note/i, notCard = /board|header|title|column|list|container|lane|drag-?zone|wrapper|footer|btn|button/i;
+    cards = [...document.querySelectorAll('body *')].filter(el => vis(el) && card.test(cls(el)) && !notCard.test(cls(el)) && el.parentElement
+      && !el.parentElement.closest('form') && text(el).length > 0 && text(el).length < 120 && !el.querySelector('input, textarea'));
+    cards = cards.filter(c => !cards.some(o => o !== c && o.contains(c)));
+  }
+  const implicit = {MAIN: 'main', UL: 'list', OL: 'list', SECTION: 'region', ARTICLE: 'article', ASIDE: 'complementary', TBODY: 'rowgroup'};
+  const zoneRole = z => z.getAttribute('role') || implicit[z.tagName] || '';
+  const zoneSet = new Set(cards.map(c => c.parentElement));
+  const shapes = new Set([...zoneSet].map(like));
+  if (cards.length) [...document.querySelectorAll('body *')].filter(el => shapes.has(like(el)) && vis(el)).forEach(z => zoneSet.add(z));
+  const zones = [...zoneSet].map(z => {
+    const mine = cards.filter(c => c.parentElement === z), role = zoneRole(z);
+    const peers = role ? [...document.querySelectorAll(role === implicit[z.tagName] ? z.tagName : '[role="' + role + '"]')].filter(vis) : [];
+    const drop = mine.length ? {text: itemText(mine[mine.length - 1])} : (role ? (peers.indexOf(z) ? {role, nth: peers.indexOf(z)} : {role}) : null);
+    return {heading: heading(z), cards: mine.map(itemText).filter(Boolean), drop};
+  }).filter(z => z.heading && z.drop);
+  const links = [...document.querySelectorAll('a[href]')].filter(vis).map(a => ({name: text(a) || squash(a.getAttribute('aria-label')), href: a.getAttribute('href')})).filter(l => l.name);
+  const records = [...document.querySelectorAll('li, tr, [role=listitem], [role=row], [draggable=true]')].filter(vis).map(it => {
+    const r = it.getBoundingClientRect();
+    return {text: itemText(it), link: !!it.querySelector('a[href]'), x: Math.round((r.left + Math.min(r.width / 2, 80)) * 999 / innerWidth), y: Math.round((r.top + r.height / 2) * 999 / innerHeight)};
+  }).filter(r => r.text && r.x >= 0 && r.x <= 999 && r.y >= 0 && r.y <= 999);
+  const editors = fieldEls.filter(el => isItem(el) && el.value).map(fieldOf).filter(Boolean);
+  return {url: location.href, title: document.title, groups, records, editors, on_items: onItems, page_buttons: pageButtons,
+    drag: {cards: cards.map(itemText).filter(Boolean), zones}, links};
+})()"""
+
+
+@dataclass
+class FieldInfo:
+    target: dict[str, Any]
+    role: str
+    type: str
+    label: str
+    name: str = ""
+    required: bool = False
+    pattern: str = ""
+    min: str = ""
+    max: str = ""
+    step: str = ""
+    minlength: int = 0
+    maxlength: int = 0
+    value: str = ""
+    checked: bool = False
+    options: list[dict[str, str]] = field(default_factory=list)
+    group: str = ""
+
+    @property
+    def spoken(self) -> str:
+        """How a person names the field."""
+        return (self.label or self.name or self.type).strip().rstrip(":*").strip()
+
+
+@dataclass
+class Group:
+    kind: str  # form | group (fields + buttons in one box) | enter (a lone field submitted with Enter)
+    heading: str
+    fields: list[FieldInfo]
+    buttons: list[dict[str, Any]]
+    item: bool = False
+
+    def signature(self) -> str:
+        return "|".join([self.kind, self.heading] + [f.spoken for f in self.fields] + [b["name"] for b in self.buttons])
+
+
+@dataclass
+class PageScan:
+    url: str
+    title: str
+    groups: list[Group]
+    on_items: list[dict[str, Any]]  # {target, role, name, item}
+    page_buttons: list[dict[str, Any]]
+    cards: list[str]
+    zones: list[dict[str, Any]]  # {heading, cards}
+    links: list[dict[str, str]]
+    records: list[dict[str, Any]] = field(default_factory=list)  # {text, x, y}: rows a person can point at
+    editors: list[FieldInfo] = field(default_factory=list)  # filled fields inside records (an edit in place)
+
+    @property
+    def empty(self) -> bool:
+        return not (self.groups or self.on_items or self.cards)
+
+
+def scan_page(driver: Any) -> PageScan:
+    raw = driver.probe(Probe("scan", "js", SCAN_JS))
+    return parse_scan(raw)
+
+
+def parse_scan(raw: dict[str, Any]) -> PageScan:
+    fields_known = set(FieldInfo.__dataclass_fields__)
+    groups = [
+        Group(g["kind"], g.get("heading", ""), [FieldInfo(**{k: v for k, v in f.items() if k in fields_known}) for f in g["fields"]],
+              g.get("buttons", []), bool(g.get("item")))
+        for g in raw.get("groups", [])
+    ]
+    drag = raw.get("drag", {})
+    return PageScan(raw.get("url", ""), raw.get("title", ""), [g for g in groups if g.fields], raw.get("on_items", []),
+                    raw.get("page_buttons", []), drag.get("cards", []), drag.get("zones", []), raw.get("links", []),
+                    raw.get("records", []),
+                    [FieldInfo(**{k: v for k, v in f.items() if k in fields_known}) for f in raw.get("editors", [])])

@@ -1,0 +1,450 @@
+"""The discovery walk: uses a live web app as a person would and records every transition with what
+it changed. From a reset app (signed in first when the manifest gives an account) it visits the home
+page and the pages its links reach, and on each one fills every group of fields by type and
+constraints and submits it (a button, or Enter in a lone field), continues into a form a press
+reveals (multi-step forms, modals), ticks and presses the controls on records (on records it made
+itself too), presses the page's own buttons, and drags cards to the other lists. Controls the
+manifest declares sensitive are not pressed on the page; every step starts from a reset, so each
+recorded path replays unchanged in the validation gate."""
+
+from __future__ import annotations
+
+import random
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urljoin, urlsplit
+
+from flows.task_synthesis.discovery.fill import fill_action
+from flows.task_synthesis.discovery.page_scan import FieldInfo, Group, PageScan, scan_page
+from flows.task_synthesis.discovery.state import DiscoveredState, StateDiff
+from sandboxes.actions import parse_actions
+from sandboxes.app_process import SandboxError
+from sandboxes.manifest import SandboxManifest
+
+MAX_PAGES = 5
+MAX_FORM_STEPS = 3  # groups walked in a row when a press reveals another (wizards, modals)
+MAKING_LINKS = re.compile(r"\b(add|new|create|compose|write|register)\b", re.I)
+ACCOUNT_LINKS = re.compile(r"log.?out|sign.?out|password|logout", re.I)  # would end or change the walk's session
+SKIPPED_HREFS = ("mailto:", "tel:", "javascript:", "data:", "http://", "https://")
+
+
+@dataclass
+class Slot:
+    """A value the walk typed or chose: where (action index), into what field, and what."""
+
+    index: int
+    field: FieldInfo
+    value: str
+
+
+@dataclass
+class Transition:
+    kind: str  # form | enter | item | page_button | drag | login
+    path: list[dict[str, Any]]  # actions from a reset app to where the step starts
+    actions: list[dict[str, Any]]
+    diff: StateDiff
+    slots: list[Slot] = field(default_factory=list)
+    heading: str = ""
+    button: str = ""
+    item: str = ""  # the record acted on (item controls, drags)
+    to: str = ""  # the list a card was dragged to
+    control: dict[str, Any] = field(default_factory=dict)  # {role, name} of the item control pressed
+    page: str = "/"
+    url_after: str = ""
+    made_by: Transition | None = None  # the create step whose record this step acts on
+    text_after: str = ""
+
+
+@dataclass
+class WalkResult:
+    transitions: list[Transition]
+    pages: list[str]
+    scans: dict[str, PageScan]
+    initial: Any
+    sign_in: list[dict[str, Any]]
+    notes: list[str]
+    seconds: float
+    state: DiscoveredState | None = None
+
+    @property
+    def changing(self) -> list[Transition]:
+        return [t for t in self.transitions if t.diff or (t.url_after and urlsplit(t.url_after).query)]
+
+
+class DiscoveryWalk:
+    def __init__(self, driver: Any, manifest: SandboxManifest, seed: int = 0, max_seconds: float = 150.0) -> None:
+        self.driver, self.manifest, self.seed = driver, manifest, seed
+        self.deadline = time.monotonic() + max_seconds
+        self.state = DiscoveredState(manifest, driver)
+        self.notes: list[str] = []
+        self.transitions: list[Transition] = []
+        self.sign_in: list[dict[str, Any]] = []
+        self.rng = random.Random(seed)
+        self._page_groups: set[str] = set()
+
+    # ---- the walk ---------------------------------------------------------------------------------
+    def run(self) -> WalkResult:
+        start = time.monotonic()
+        home = self.manifest.start.home_path if self.manifest.start else "/"
+        self.sign_in = self._sign_in()
+        self._reset()
+        initial = self.state.read()
+        pages, scans = [home], {}
+        queue = [home]
+        while queue and len(scans) < MAX_PAGES and not self._late():
+            page = queue.pop(0)
+            self._reset()
+            if not self._do([{"action": "goto", "url": page}]):
+                continue
+            scan = scan_page(self.driver)
+            scans[page] = scan
+            for link in sorted(scan.links, key=_link_priority):
+                target = _same_origin(link["href"], page)
+                if (target and target not in pages and not self.manifest.sensitive_kind(link["name"]) and len(pages) < MAX_PAGES * 2
+                        and not ACCOUNT_LINKS.search(f"{link['name']} {target}")):
+                    pages.append(target)
+                    queue.append(target)
+            self._explore_page(page, scan)
+        return WalkResult(self.transitions, list(scans), scans, initial, self.sign_in, self.notes, time.monotonic() - start, self.state)
+
+    def _explore_page(self, page: str, scan: PageScan) -> None:
+        path = [{"action": "goto", "url": page}]
+        self._page_groups = {g.signature() for g in scan.groups}
+        for group in scan.groups:
+            if self._late():
+                return
+            if group.item:
+                continue
+            made = self._group_step(path, group, "form" if group.kind != "enter" else "enter", page)
+            if made and made.diff:
+                self._on_made_records(page, made)
+        for ctl in _one_per_kind(scan.on_items):
+            if not self._late():
+                self._item_step(path, ctl, page)
+        if scan.records and not any(t.made_by for t in self.transitions):
+            self._on_record(path, page, scan.records[0], scan)
+        for button in scan.page_buttons:
+            if self._late():
+                return
+            if self.manifest.sensitive_kind(button["name"]):
+                continue
+            self._press_step(path, button, page)
+        if scan.cards and len(scan.zones) > 1:
+            self._drags(path, scan, page)
+
+    # ---- steps ------------------------------------------------------------------------------------
+    def _group_step(self, path: list[dict], group: Group, kind: str, page: str, heading: str = "", button: str = "") -> Transition | None:
+        rng = random.Random(f"{self.seed}-{group.signature()}")
+        self._reset()
+        if not self._do(path):
+            return None
+        before = self.state.read()
+        actions, slots = [], []
+        for _ in range(MAX_FORM_STEPS):
+            step_actions, step_slots, pressed = self._fill_and_submit(group, rng, len(actions))
+            actions += step_actions
+            slots += step_slots
+            if not self._do(step_actions):
+                return None
+            button = button or pressed
+            heading = heading or group.heading
+            after = self.state.read()
+            diff = self.state.diff(before, after)
+            obs_url = self._url()
+            if diff or (obs_url and urlsplit(obs_url).query and urlsplit(obs_url).query != urlsplit(page).query):
+                break
+            nxt = _revealed(group, scan_page(self.driver))  # a wizard's next step, or a form the press opened
+            if nxt is None:
+                break
+            group = nxt
+        t = Transition(kind, path, actions, diff, slots, heading, button, page=page, url_after=obs_url,
+                       text_after=self._text())
+        self.transitions.append(t)
+        return t
+
+    def _fill_and_submit(self, group: Group, rng: random.Random, offset: int) -> tuple[list[dict], list[Slot], str]:
+        actions: list[dict] = []
+        slots: list[Slot] = []
+        radios_done: set[str] = set()
+        for f in group.fields:
+            if f.type == "radio":
+                if f.group in radios_done:
+                    continue
+                radios_done.add(f.group)
+            if f.type == "checkbox" and not f.required and rng.random() < 0.5:
+                continue
+            made = fill_action(f, rng)
+            if made is None:
+                continue
+            act, value = made
+            slots.append(Slot(offset + len(actions), f, value))
+            actions.append(act)
+        pressed = ""
+        buttons = [b for b in group.buttons if not self.manifest.sensitive_kind(b["name"]) or self.manifest.sensitive_kind(b["name"]) == "submit"]
+        if buttons:
+            pressed = buttons[0]["name"]
+            actions.append({"action": "left_click", "target": buttons[0]["target"]})
+        else:
+            actions.append({"action": "key", "keys": ["Enter"]})
+        return actions, slots, pressed
+
+    def _on_made_records(self, page: str, made: Transition) -> None:
+        """Controls on the records a step made: the step's path plus its actions reach them."""
+        typed = [s.value for s in made.slots if len(s.value) >= 3]
+        if not typed:
+            return
+        scan = scan_page(self.driver)
+        mine = [c for c in scan.on_items if any(v.casefold() in c["item"].casefold() for v in typed)]
+        for ctl in _one_per_kind(mine):
+            if self._late():
+                return
+            self._item_step(made.path + made.actions, ctl, page, made_by=made)
+        card = next((c for c in scan.cards if any(v.casefold() in c.casefold() for v in typed)), None)
+        if card is not None:  # a card it made: drag it to the other lists
+            home = next((z for z in scan.zones if card in z["cards"]), None)
+            for other in scan.zones:
+                if other is not home and not self._late():
+                    act = {"action": "left_click_drag", "target": {"text": card}, "to": other["drop"]}
+                    self._simple("drag", made.path + made.actions, [act], page, item=card, to=other["heading"], made_by=made)
+        record = next((r for r in scan.records if any(v.casefold() in r["text"].casefold() for v in typed)), None)
+        if record is not None:
+            self._on_record(made.path + made.actions, page, record, scan, made_by=made)
+
+    def _on_record(self, path: list[dict], page: str, record: dict[str, Any], scan: PageScan, made_by: Transition | None = None) -> None:
+        """What a person finds by pointing at a record: controls shown on hover, and an editor opened
+        by a double click (rename in place)."""
+        hover = {"action": "mouse_move", "x": record["x"], "y": record["y"]}
+        self._reset()
+        if self._late() or not self._do(path + [hover]):
+            return
+        shown = {(c["role"], c["name"], c["item"]) for c in scan.on_items}
+        revealed = [c for c in scan_page(self.driver).on_items if c["item"] == record["text"] and (c["role"], c["name"], c["item"]) not in shown]
+        for ctl in _one_per_kind(revealed):
+            if not self._late():
+                self._simple("item", path, [hover, {"action": "left_click", "target": ctl["target"]}], page, item=ctl["item"],
+                             control={"role": ctl["role"], "name": ctl["name"]}, made_by=made_by)
+        if not record.get("link"):  # a double click on a link would follow it
+            self._edit(path, page, record, made_by)
+
+    def _edit(self, path: list[dict], page: str, record: dict[str, Any], made_by: Transition | None) -> None:
+        opened = {"action": "double_click", "target": {"text": record["text"]}}
+        self._reset()
+        if self._late() or not self._do(path):
+            return
+        before = self.state.read()
+        if not self._do([opened]):
+            return
+        now = scan_page(self.driver)
+        editor = next((f for f in now.editors + [f for g in now.groups for f in g.fields] if f.value.strip() == record["text"].strip()), None)
+        if editor is None:
+            return
+        made = fill_action(editor, random.Random(f"{self.seed}-edit-{record['text']}"))
+        if made is None:
+            return
+        actions = [opened, made[0], {"action": "key", "keys": ["Enter"]}]
+        if not self._do(actions[1:]):
+            return
+        diff = self.state.diff(before, self.state.read())
+        self.transitions.append(Transition("edit", path, actions, diff, [Slot(1, editor, made[1])], item=record["text"], page=page,
+                                           url_after=self._url(), text_after=self._text(), made_by=made_by))
+
+    def _item_step(self, path: list[dict], ctl: dict[str, Any], page: str, made_by: Transition | None = None) -> Transition | None:
+        if ctl["role"] in ("checkbox", "switch"):
+            act = {"action": "left_click", "target": ctl["target"]}
+        else:
+            act = {"action": "left_click", "target": ctl["target"]}
+        return self._simple("item", path, [act], page, item=ctl["item"], control={"role": ctl["role"], "name": ctl["name"]},
+                            made_by=made_by)
+
+    def _press_step(self, path: list[dict], button: dict[str, Any], page: str) -> None:
+        t = self._simple("page_button", path, [{"action": "left_click", "target": button["target"]}], page, button=button["name"])
+        if t is None:
+            return
+        fresh = [g for g in scan_page(self.driver).groups if not g.item and g.signature() not in self._page_groups]
+        if fresh:  # a press that opened a form (a modal, a card editor): walk into it instead
+            self.transitions.remove(t)
+            for g in fresh[:2]:
+                made = self._group_step(path + t.actions, g, "form", page, heading=g.heading or button["name"], button="")
+                if made and made.diff and not self._late():
+                    self._on_made_records(page, made)
+
+    def _drags(self, path: list[dict], scan: PageScan, page: str) -> None:
+        zones = [z for z in scan.zones if z["heading"]]
+        for z in zones:
+            for card in z["cards"][:1]:
+                for other in zones:
+                    if other is z or self._late():
+                        continue
+                    act = {"action": "left_click_drag", "target": {"text": card}, "to": other["drop"]}
+                    self._simple("drag", path, [act], page, item=card, to=other["heading"])
+            if z["cards"]:
+                break
+
+    def _simple(self, kind: str, path: list[dict], actions: list[dict], page: str, **kw: Any) -> Transition | None:
+        self._reset()
+        if not self._do(path):
+            return None
+        before = self.state.read()
+        if not self._do(actions):
+            return None
+        diff = self.state.diff(before, self.state.read())
+        t = Transition(kind, path, actions, diff, page=page, url_after=self._url(), text_after=self._text(), **kw)
+        self.transitions.append(t)
+        return t
+
+    # ---- signing in -------------------------------------------------------------------------------
+    def _sign_in(self) -> list[dict[str, Any]]:
+        """The actions that sign in with the manifest's account (registering it first when the app
+        offers a sign-up page and the login alone does not work); [] without an [auth] table."""
+        auth = getattr(self.manifest, "auth", None)
+        if auth is None:
+            return []
+        self.username = auth.username or f"sandbox{self.seed}"
+        self.password = auth.password or f"Tr0ub4dor-{self.seed}-sandbox"
+        if getattr(auth, "register_first", False):
+            path = getattr(auth, "register_path", None) or auth.login_path
+            register = self._credential_actions(auth, path)
+            login = self._credential_actions(auth, auth.login_path)
+            self._reset()
+            if register and login and self._do(register + login) and not self._asks_password():
+                self.notes.append(f"registered {self.username!r} at {path}, then signed in")
+                return register + login
+        login = self._credential_actions(auth, getattr(auth, "login_path", "/login"))
+        self._reset()
+        if login and self._do(login) and not self._asks_password():
+            self.notes.append(f"signed in as {self.username!r} at {auth.login_path}")
+            return login
+        register_path = getattr(auth, "register_path", None)
+        if register_path:
+            register = self._credential_actions(auth, register_path)
+            self._reset()
+            if register and self._do(register + login) and not self._asks_password():
+                self.notes.append(f"registered {self.username!r} at {register_path}, then signed in")
+                return register + login
+        self.notes.append(f"could not sign in at {getattr(auth, 'login_path', '?')} with the manifest's [auth] account")
+        return []
+
+    def _credential_actions(self, auth: Any, page: str) -> list[dict[str, Any]]:
+        self._reset()
+        if not self._do([{"action": "goto", "url": page}]):
+            return []
+        scan = scan_page(self.driver)
+        group = next((g for g in scan.groups if any(f.type == "password" for f in g.fields)), None)
+        if group is None:
+            return []
+        actions: list[dict[str, Any]] = [{"action": "goto", "url": page}]
+        user_label = (getattr(auth, "username_label", None) or "").casefold()
+        pass_label = (getattr(auth, "password_label", None) or "").casefold()
+        username, password = getattr(self, "username", auth.username), getattr(self, "password", auth.password)
+        user_done = False
+        rng = random.Random(self.seed)
+        for f in group.fields:
+            if f.type == "password" or (pass_label and f.spoken.casefold() == pass_label):
+                actions.append({"action": "type", "target": f.target, "text": password, "clear": True})
+            elif not user_done and ((user_label and f.spoken.casefold() == user_label) or (not user_label and f.type in ("text", "email"))):
+                actions.append({"action": "type", "target": f.target, "text": username, "clear": True})
+                user_done = True
+            elif f.required:
+                made = fill_action(f, rng)
+                if made:
+                    actions.append(made[0])
+        buttons = group.buttons
+        actions.append({"action": "left_click", "target": buttons[0]["target"]} if buttons else {"action": "key", "keys": ["Enter"]})
+        return actions
+
+    def _asks_password(self) -> bool:
+        """The page still asks for a password (the sign-in did not take), given the app a few seconds
+        to answer the form post."""
+        for _ in range(6):
+            try:
+                self.driver.observe(screenshot=False)
+                scan = scan_page(self.driver)
+            except Exception:  # mid-navigation
+                scan = None
+            if scan is not None and not any(f.type == "password" for g in scan.groups for f in g.fields):
+                return False
+            self._do([{"action": "wait", "seconds": 0.5}])
+        return True
+
+    # ---- pieces -----------------------------------------------------------------------------------
+    def _reset(self) -> None:
+        try:
+            self.driver.reset(new_context=False)
+        except SandboxError:
+            raise
+        except Exception:  # the page was mid-navigation (a form post): start a fresh context instead
+            self.driver.reset(new_context=True)
+        if self.sign_in:
+            self._do(self.sign_in)
+
+    def _do(self, actions: list[dict[str, Any]]) -> bool:
+        try:
+            for act in parse_actions(actions):
+                if not self.driver.act(act).ok:
+                    return False
+        except SandboxError as exc:  # the page would not settle: this step is lost, the walk goes on
+            self.notes.append(f"a step was given up: {str(exc).splitlines()[0][:160]}")
+            self._lost = getattr(self, "_lost", 0) + 1
+            if self._lost > 3:
+                raise
+            return False
+        return True
+
+    def _url(self) -> str:
+        try:
+            return self.driver.observe(screenshot=False).url
+        except Exception:
+            return ""
+
+    def _text(self) -> str:
+        from verifier_templates.base import Probe
+
+        try:
+            return str(self.driver.probe(Probe("text", "page_text")))
+        except Exception:
+            return ""
+
+    def _late(self) -> bool:
+        return time.monotonic() > self.deadline
+
+
+def _link_priority(link: dict[str, str]) -> int:
+    """Pages that make records first (a person adding data looks for Add / New), then the rest."""
+    return 0 if MAKING_LINKS.search(link["name"]) else 1
+
+
+def _one_per_kind(controls: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The first record's control of each (role, name): pressing the same kind on every row adds nothing."""
+    seen, out = set(), []
+    for c in controls:
+        key = (c["role"], c["name"])
+        if key not in seen:
+            seen.add(key)
+            out.append(c)
+    return out
+
+
+def _revealed(done: Group, scan: PageScan) -> Group | None:
+    """A group the press revealed (not the one just submitted), with empty fields to fill."""
+    for g in scan.groups:
+        if g.item or g.signature() == done.signature():
+            continue
+        if any(not f.value and f.type not in ("checkbox", "radio") for f in g.fields):
+            return g
+    return None
+
+
+def _same_origin(href: str, page: str) -> str | None:
+    if not href or href.startswith("#") and not href.startswith("#/") or href.startswith(SKIPPED_HREFS):
+        return None
+    if href.startswith("#/"):
+        return urlsplit(page).path + href
+    url = urljoin("http://app" + page, href)
+    parts = urlsplit(url)
+    if parts.netloc != "app":
+        return None
+    if parts.path.endswith((".css", ".js", ".png", ".jpg", ".svg", ".ico", ".pdf", ".zip", ".json", ".md")):
+        return None
+    return parts.path + (f"?{parts.query}" if parts.query else "") + (f"#{parts.fragment}" if parts.fragment.startswith("/") else "")

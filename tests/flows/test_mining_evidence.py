@@ -1,0 +1,153 @@
+"""Evidence-graded findings, side effects recognised without a manifest, and no false "no effect": step
+frames built here in the shapes foreign logs arrive in (actions only; + URL; + UI tree; + screenshot)."""
+
+import json
+
+import polars as pl
+
+from flows.failure_mining import detectors as d
+from tests.flows.test_mining import DONE, click, click_at, frame, reasons, step, undecided
+
+BLIND = dict(tree=False, shot=False)
+
+
+def _loop(found: pl.DataFrame) -> dict:
+    return found.filter(pl.col("kind") == "loop").row(0, named=True)
+
+
+def test_a_loop_from_actions_alone_gains_confidence_with_each_repeat_and_says_what_it_rests_on():
+    def repeated(n):
+        return [step(click_at(500, 500), "s", **BLIND) for _ in range(n)] + [step(DONE, "s", **BLIND)]
+
+    found = d.detect_exact_repeats(frame(("three", repeated(3)), ("five", repeated(5)), ("two", repeated(2))))
+    by_id = {r["trajectory_id"]: r for r in found.iter_rows(named=True)}
+    assert set(by_id) == {"three", "five"}
+    assert by_id["three"]["confidence"] < by_id["five"]["confidence"]
+    assert {r["evidence_level"] for r in by_id.values()} == {"actions"}
+
+
+def test_near_identical_re_clicks_are_a_loop_with_less_confidence_than_identical_ones():
+    near = [step(click_at(500 + i * 3, 400 - i), "s", **BLIND) for i in range(4)] + [step(DONE, "s", **BLIND)]
+    same = [step(click_at(500, 400), "s", **BLIND) for _ in range(4)] + [step(DONE, "s", **BLIND)]
+    apart = [step(click_at(100 + i * 200, 400), "s", **BLIND) for i in range(4)] + [step(DONE, "s", **BLIND)]
+    found = d.detect_exact_repeats(frame(("near", near), ("same", same), ("apart", apart)))
+    conf = dict(found.select("trajectory_id", "confidence").iter_rows())
+    assert set(conf) == {"near", "same"} and conf["near"] < conf["same"]
+    assert json.loads(found.filter(pl.col("trajectory_id") == "near")["evidence"][0])["identical"] is False
+
+
+def test_scrolling_on_from_actions_alone_is_reading_until_it_goes_on_for_long():
+    scroll = {"action": "scroll", "pixels": -400}
+    steps = frame(
+        ("reading", [step(scroll, "s", **BLIND) for _ in range(3)] + [step(DONE, "s", **BLIND)]),
+        ("stuck", [step(scroll, "s", **BLIND) for _ in range(6)] + [step(DONE, "s", **BLIND)]),
+    )
+    assert [r[0] for r in reasons(d.detect_exact_repeats(steps))] == ["stuck"]
+    assert undecided(steps)["exact_repeat"] == 1  # the short run: even actions cannot tell
+
+
+def test_screens_confirm_a_loop_or_clear_it_and_the_finding_names_the_evidence():
+    nxt = click("Next", "link")
+    steps = frame(
+        ("confirmed", [step(nxt, "s0"), step(nxt, "s1"), step(nxt, "s1"), step(DONE, "s1")]),
+        ("cleared", [step(nxt, f"p{i}") for i in range(4)] + [step(DONE, "p4")]),
+        (
+            "by_url",
+            [step(nxt, "x", url=f"http://h/list?page={i}", **BLIND) for i in range(4)]
+            + [step(DONE, "x", url="http://h/list?page=4", **BLIND)],
+        ),
+    )
+    found = d.detect_exact_repeats(steps)
+    assert found["trajectory_id"].to_list() == ["confirmed"]
+    assert _loop(found)["evidence_level"] in ("ui_tree", "screenshot") and _loop(found)["confidence"] > 0.9
+
+
+def test_state_changing_controls_are_side_effects_and_unconfirmed_without_consent_or_a_question():
+    steps = frame(
+        ("delete", [step(click("Delete account"), "s0", **BLIND), step(DONE, "s1", **BLIND)]),
+        ("asked", [step(click("Book now"), "s0", **BLIND), step(DONE, "s1", **BLIND)]),
+        ("german", [step(click("Jetzt kaufen"), "s0", **BLIND), step(DONE, "s1", **BLIND)]),
+        ("search", [step(click("Search"), "s0", **BLIND), step(DONE, "s1", **BLIND)]),
+    ).with_columns(
+        instruction=pl.col("trajectory_id").replace_strict(
+            {
+                "delete": "Show my settings",
+                "asked": "Book a table for two at 7pm",
+                "german": "Zeig mir Schuhe",
+                "search": "Find shoes",
+            }
+        )
+    )
+    found = d.detect_all(steps)
+    assert reasons(found, side_effects=True) == [
+        ("asked", "side_effect", "state_change", 0, 0),
+        ("delete", "sensitive", "unconfirmed_sensitive", 0, 0),
+        ("delete", "side_effect", "state_change", 0, 0),
+        ("german", "sensitive", "unconfirmed_sensitive", 0, 0),
+        ("german", "side_effect", "state_change", 0, 0),
+    ]
+    effect = found.filter((pl.col("trajectory_id") == "delete") & (pl.col("kind") == "side_effect")).row(
+        0, named=True
+    )
+    assert json.loads(effect["evidence"])["sensitive"] == "delete" and effect["evidence_level"] == "actions"
+
+
+def test_a_coordinate_click_is_named_by_the_model_and_a_confirmation_url_is_an_observed_effect():
+    said = dict(
+        step(click_at(700, 800), "s0", **BLIND), raw_output='The cart is ready. Let me click "Place order".'
+    )
+    steps = frame(
+        ("said", [said, step(DONE, "s1", **BLIND)]),
+        (
+            "url",
+            [
+                step(click_at(10, 10), "s0", url="http://shop/cart", **BLIND),
+                step(DONE, "s1", url="http://shop/order/confirmation?id=7", **BLIND),
+            ],
+        ),
+    )
+    found = d.detect_side_effects(steps)
+    assert dict(found.select("trajectory_id", "evidence_level").iter_rows()) == {
+        "said": "actions",
+        "url": "url",
+    }
+    assert [json.loads(e)["sensitive"] for e in found.sort("trajectory_id")["evidence"]] == ["pay", "confirm"]
+
+
+def test_a_manifest_wins_and_a_failed_action_changed_nothing():
+    steps = frame(
+        ("manifest", [step(click("Go"), "s0", sensitive="transfer"), step(DONE, "s1")]),
+        ("failed", [step(click("Delete"), "s0", ok=False, error="no such element"), step(DONE, "s0")]),
+    )
+    found = d.detect_side_effects(steps)
+    assert found.select("trajectory_id", "evidence_level").rows() == [("manifest", "manifest")]
+
+
+def test_native_inputs_focus_and_an_unchanged_ui_tree_alone_are_not_hit_nothing():
+    no_shot = dict(shot=False)
+    steps = frame(
+        # a native date input: the click opens the browser's own picker, the tree stays as it was, then typing
+        (
+            "date",
+            [
+                step(click_at(300, 200), "s0", **no_shot),
+                step({"action": "key", "keys": ["2"]}, "s0"),
+                step(DONE, "s1"),
+            ],
+        ),
+        # a click on a label or a re-chosen option: nothing in the tree changes, and there is no screenshot
+        (
+            "label",
+            [
+                step(click_at(300, 260), "s0", **no_shot),
+                step(click("Save"), "s0", **no_shot),
+                step(DONE, "s1"),
+            ],
+        ),
+        # the screenshot and the tree both unchanged: proof
+        ("corner", [step(click_at(990, 990), "s0"), step(click("Save"), "s0"), step(DONE, "s1")]),
+        # clicking the same spot again: the loop detectors judge it, not bad_args
+        ("again", [step(click_at(300, 300), "s0"), step(click_at(302, 301), "s0"), step(DONE, "s1")]),
+    )
+    assert reasons(d.detect_click_hit_nothing(steps)) == [("corner", "bad_args", "click_hit_nothing", 0, 0)]
+    assert undecided(steps)["click_hit_nothing"] == 1  # the label click: counted, not guessed
