@@ -57,8 +57,12 @@ def cycle(
         log.info("iteration %d/%d: synthesize-tasks --from-failures (up to %d per sandbox)", i, iterations, targeted)
         born = synthesize_tasks(sandboxes=sandboxes, count=targeted, lake_root=root, from_failures=True, policy=policy)
         log.info("iteration %d/%d: explore (%.1f min per sandbox)", i, iterations, explore_minutes)
-        explored = explore(sandboxes=sandboxes, areas=explore_areas, steps=explore_steps, minutes=explore_minutes,
-                           seed=seed + i, lake_root=root)
+        try:  # a stage that crashes (e.g. a browser timeout on a loaded machine) must not end the whole cycle
+            explored = explore(sandboxes=sandboxes, areas=explore_areas, steps=explore_steps, minutes=explore_minutes,
+                               seed=seed + i, lake_root=root)
+        except Exception as exc:
+            log.warning("iteration %d/%d: explore failed, the cycle goes on: %s", i, iterations, str(exc).splitlines()[0])
+            explored = None
         log.info("iteration %d/%d: export-sft --route sft --name %s", i, iterations, name)
         exported = export_sft(name=name, route="sft", images="ref", lake_root=root)
         stats.append(cycle_report.iteration_stats(lake, i, policy, rolled, born, [synth, explored], explored, exported))
