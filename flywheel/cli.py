@@ -13,10 +13,18 @@ QUIET_PREFECT = {
     "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
     "DO_NOT_TRACK": "1",
     "PREFECT_SERVER_UI_ENABLED": "false",
-    # task runs log to the API at INFO (`prefect flow-run logs ID` shows each batch) while the terminal stays quiet
+    # run logs: flywheel's own loggers ("flywheel.*") reach each flow run's log (`prefect flow-run logs ID`) at
+    # INFO, as Prefect's run loggers do; the console shows warnings only (the CLI prints its own summaries)
+    "PREFECT_LOGGING_EXTRA_LOGGERS": "flywheel",
+    "PREFECT_LOGGING_ROOT_LEVEL": "INFO",
     "PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL": "WARNING",
     "PREFECT_LOGGING_HANDLERS_CONSOLE_FLOW_RUNS_LEVEL": "WARNING",
 }
+GLOBAL_OPTIONS = ("--lake",)  # accepted anywhere on the command line, before or after the subcommand
+POLICY_HELP = ("replay: the reference solution; scripted-noisy: a SIMULATOR of an imperfect agent; simulated-learner: "
+               "a SIMULATOR whose fault rates halve per published export holding the task's family (a stand-in for "
+               "training, to show the loop offline); llm: any litellm model (FLYWHEEL_MODEL, FLYWHEEL_API_BASE, FLYWHEEL_API_KEY)")
+POLICY_CHOICES = ["replay", "scripted-noisy", "simulated-learner", "llm"]
 
 
 def _number(kind: type, smallest: float, what: str):
@@ -87,6 +95,28 @@ def _cheap_checks(args: argparse.Namespace) -> list[str]:
     return problems
 
 
+def hoist_global_options(argv: list[str]) -> list[str]:
+    """Move global options (and their values) to the front, so `flywheel run judge --lake L` works like
+    `flywheel --lake L run judge`. Nothing after a `--` is touched."""
+    front, rest, i = [], [], 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--":
+            rest += argv[i:]
+            break
+        name = arg.split("=", 1)[0]
+        if name in GLOBAL_OPTIONS:
+            if "=" in arg:
+                front.append(arg)
+            else:
+                front += argv[i:i + 2]
+                i += 1
+        else:
+            rest.append(arg)
+        i += 1
+    return front + rest
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="flywheel",
@@ -95,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
         "export curated training data; everything lands in a DuckDB + Parquet lake. Start with "
         "`flywheel run synthesize-tasks`; `flywheel doctor` says what this machine lacks.",
     )
-    parser.add_argument("--lake", help="lake root (default: $FLYWHEEL_LAKE or ./lake)")
+    parser.add_argument("--lake", help="lake root (default: $FLYWHEEL_LAKE or ./lake); accepted anywhere on the line")
     sub = parser.add_subparsers(dest="command", required=True)
 
     run = sub.add_parser("run", help="run a flow").add_subparsers(dest="flow", required=True)
@@ -112,6 +142,11 @@ def main(argv: list[str] | None = None) -> int:
     syn.add_argument("--agent", default="static", choices=["static", "llm"], help="coding agent (default: static, offline; "
                      "llm: any litellm model reads the source through tools, set FLYWHEEL_MODEL and FLYWHEEL_API_BASE)")
     syn.add_argument("--workers", type=positive_int, default=1, help="app replicas validating in parallel per sandbox, sharing one Chromium (default 1; more helps on machines with more than 2 cores)")
+    syn.add_argument("--from-failures", action="store_true",
+                     help="targeted synthesis: turn mined failure_seeds into new candidates (a variant of a failed task with other "
+                     "parameters; the first sub-goal of a multi-step task in the monitoring pool; a longer chain for a mastered "
+                     "task), each with its lineage in provenance, through the same gate; --count caps them per sandbox")
+    syn.add_argument("--policy", help="with --from-failures: only seeds from this policy's trajectories")
 
     ro = run.add_parser(
         "rollout",
@@ -119,14 +154,17 @@ def main(argv: list[str] | None = None) -> int:
         description="Drive a policy on verified tasks through the real drivers. Every turn is a step row with its "
         "screenshot as a blob; an app that dies mid-episode ends it as env_error and is restarted.",
     )
-    ro.add_argument("--policy", required=True, choices=["replay", "scripted-noisy", "llm"],
-                    help="replay: the reference solution; scripted-noisy: a simulator of an imperfect agent; "
-                    "llm: any litellm model (FLYWHEEL_MODEL, FLYWHEEL_API_BASE, FLYWHEEL_API_KEY)")
+    ro.add_argument("--policy", required=True, choices=POLICY_CHOICES, help=POLICY_HELP)
     ro.add_argument("--sandbox", action="append", dest="sandboxes", metavar="NAME")
     ro.add_argument("--tasks", nargs="+", metavar="TASK_ID", help="only these tasks")
     ro.add_argument("--episodes", type=positive_int, default=1, help="episodes per task (default 1)")
     ro.add_argument("--workers", type=positive_int, default=1)
     ro.add_argument("--noise", help="scripted-noisy fault rates, e.g. loop=0.2,bad_args=0.1,premature=0.1")
+    ro.add_argument("--all", dest="all_tasks", action="store_true",
+                    help="every verified task; by default the curriculum's pools choose: active (and new) tasks first, monitoring "
+                    "ones re-checked every --recheck-every rollouts, mastered ones retired")
+    ro.add_argument("--budget", type=positive_int, help="at most N tasks per sandbox (default: every task the pools choose)")
+    ro.add_argument("--recheck-every", type=positive_int, default=2, help="re-check a monitoring task every N rollouts of the policy (default 2)")
     ro.add_argument("--profile", choices=["phone"], help="run web sandboxes under a device profile (phone: 390x844, touch, "
                     "mobile user agent); the policy acts through tap, swipe, type and system buttons")
     run.add_parser("judge", help="give every new trajectory a verdict (pass | failed | env_error), votes kept")
@@ -154,11 +192,22 @@ def main(argv: list[str] | None = None) -> int:
     exp.add_argument("--workers", type=positive_int, default=1, help="app replicas validating candidates in parallel")
     exp.add_argument("--sensitive", choices=["skip", "confirm"], default="skip",
                      help="controls the manifest declares sensitive: skip them (default) or press them after a call_user confirmation")
-    cyc = run.add_parser("cycle", help="synthesize -> rollout -> judge -> mine -> curriculum, with an iteration report")
-    cyc.add_argument("--policy", default="scripted-noisy", choices=["replay", "scripted-noisy", "llm"])
+    cyc = run.add_parser(
+        "cycle", help="turn the flywheel N times: synthesize -> rollout -> judge -> mine -> curriculum -> targeted synthesis "
+        "-> explore -> export, with a report comparing the iterations",
+        description="Each iteration: synthesize-tasks, a rollout the curriculum's pools choose, judge, mine-failures, "
+        "curriculum, synthesize-tasks --from-failures, explore, export-sft --route sft. The report (lake/reports/cycle-*.md "
+        "+ an SVG chart, and Prefect artifacts) compares iterations: success per family, pool movement, tasks born from "
+        "failures and whether they were solved later, coverage. With --policy simulated-learner (a SIMULATOR standing in "
+        "for training on each export) the loop shows its effect offline.")
+    cyc.add_argument("--policy", default="scripted-noisy", choices=POLICY_CHOICES, help=POLICY_HELP)
     cyc.add_argument("--sandbox", action="append", dest="sandboxes", metavar="NAME")
-    cyc.add_argument("--count", type=positive_int, default=40)
-    cyc.add_argument("--episodes", type=positive_int, default=1)
+    cyc.add_argument("--count", type=positive_int, default=40, help="synthesis candidates per sandbox (default 40)")
+    cyc.add_argument("--episodes", type=positive_int, default=1, help="episodes per task (default 1)")
+    cyc.add_argument("--iterations", type=positive_int, default=1, help="turns of the flywheel (default 1)")
+    cyc.add_argument("--budget", type=positive_int, help="at most N rollout tasks per sandbox per iteration")
+    cyc.add_argument("--targeted", type=non_negative_int, default=8, help="tasks from failure seeds per sandbox per iteration (default 8)")
+    cyc.add_argument("--explore-minutes", type=positive_float, default=0.5, help="exploring time per sandbox per iteration (default 0.5)")
     ex = run.add_parser(
         "export-sft",
         help="curated, quality-gated, versioned Parquet training data: exports/<name>/<version>/",
@@ -168,8 +217,13 @@ def main(argv: list[str] | None = None) -> int:
         "else $FLYWHEEL_EXPORTS, else exports/ beside the lake.",
     )
     ex.add_argument("--name", required=True, help="dataset name, e.g. shop-sft")
-    ex.add_argument("--format", default="messages", choices=["messages", "action-rl"],
-                    help="messages: chat rows for SFT (TRL, LLaMA-Factory); action-rl: state, action, Ct Qt St Lt and reward per step")
+    ex.add_argument("--format", choices=["messages", "action-rl"],
+                    help="messages (default): chat rows for SFT (TRL, LLaMA-Factory); action-rl (default with --route rl): "
+                    "state, action, Ct Qt St Lt and reward per step")
+    ex.add_argument("--route", choices=["sft", "rl", "negatives"],
+                    help="route by quality: sft = passed trajectories of verified tasks; rl = trajectories (passed or failed) of "
+                    "tasks in the curriculum's active pool, as action-rl; negatives = failed trajectories with mined failures, "
+                    "their kinds and reasons in failures.parquet beside the data (default: the plain selection)")
     ex.add_argument("--since", help="only trajectories recorded since this time (ISO 8601)")
     ex.add_argument("--negatives", action="store_true", help="also export failed trajectories (column verdict = failed)")
     per = ex.add_mutually_exclusive_group()
@@ -253,7 +307,7 @@ def main(argv: list[str] | None = None) -> int:
     up = sb.add_parser("up", help="start a sandbox app so a person can click through it")
     up.add_argument("name")
 
-    args = parser.parse_args(argv)
+    args = parser.parse_args(hoist_global_options(list(sys.argv[1:] if argv is None else argv)))
     if args.lake:
         os.environ["FLYWHEEL_LAKE"] = args.lake
     if argv is not None:  # called from Python (tests, scripts): the caller owns the processes it starts
@@ -340,16 +394,16 @@ def _run_synthesize(args: argparse.Namespace) -> int:
     server = _prefect_env()
     from rich.console import Console
     from rich.markdown import Markdown
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from flows.task_synthesis import flow as synth_flow
     from lake import Lake
 
     console = Console(width=None if sys.stdout.isatty() else 140)
     console.print(f"[bold]synthesize-tasks[/]: on {server}…")
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console) as progress:
+    with _progress(console) as progress:
         synth_flow.progress = progress
-        result = synth_flow.synthesize_tasks(sandboxes=args.sandboxes, count=args.count, seed=args.seed, agent=args.agent, lake_root=str(Lake().root), workers=args.workers)
+        result = synth_flow.synthesize_tasks(sandboxes=args.sandboxes, count=args.count, seed=args.seed, agent=args.agent, lake_root=str(Lake().root), workers=args.workers,
+                                             from_failures=args.from_failures, policy=args.policy)
         synth_flow.progress = None
     console.print(Markdown(result["markdown"]))
     for s in result["sandboxes"]:
@@ -358,6 +412,17 @@ def _run_synthesize(args: argparse.Namespace) -> int:
                   f"  {_me()} lake sql \"SELECT sandbox, family, count(*) AS n FROM tasks WHERE status = 'verified' GROUP BY ALL ORDER BY ALL\"")
     failed = [s for s in result["sandboxes"] if s["error"]] or result["problems"]
     return 1 if failed and not any(s["verified"] or s["already_known"] for s in result["sandboxes"]) else 0
+
+
+def _progress(console):
+    """A live bar on a terminal; elsewhere (a log file, CI) a plain line every 10% or 30 s."""
+    if console.is_terminal:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console)
+    from flywheel.progress import LineProgress
+
+    return LineProgress(sys.stdout)
 
 
 def _me() -> str:
@@ -375,7 +440,6 @@ def _run_other(args: argparse.Namespace) -> int:
     server = _prefect_env()
     from rich.console import Console
     from rich.markdown import Markdown
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from lake import Lake
 
@@ -385,11 +449,12 @@ def _run_other(args: argparse.Namespace) -> int:
     if args.flow == "rollout":
         from flows.rollout import flow as rollout_flow
 
-        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console) as progress:
+        with _progress(console) as progress:
             rollout_flow.progress = progress
             result = rollout_flow.rollout(policy=args.policy, sandboxes=args.sandboxes, tasks=args.tasks,
                                           episodes=args.episodes, workers=args.workers, noise=args.noise, lake_root=root,
-                                          profile=args.profile)
+                                          profile=args.profile, all_tasks=args.all_tasks, budget=args.budget,
+                                          recheck_every=args.recheck_every)
             rollout_flow.progress = None
         console.print(Markdown(result["markdown"]))
         for e in result["errors"]:
@@ -423,7 +488,8 @@ def _run_other(args: argparse.Namespace) -> int:
         return 0
     from flows.cycle.flow import cycle
 
-    result = cycle(policy=args.policy, sandboxes=args.sandboxes, count=args.count, episodes=args.episodes, lake_root=root)
+    result = cycle(policy=args.policy, sandboxes=args.sandboxes, count=args.count, episodes=args.episodes, lake_root=root,
+                   iterations=args.iterations, budget=args.budget, targeted=args.targeted, explore_minutes=args.explore_minutes)
     console.print(Markdown(result["markdown"]))
     console.print(f"Report: {result['report']}")
     return 0
@@ -432,12 +498,12 @@ def _run_other(args: argparse.Namespace) -> int:
 def _export_sft(args: argparse.Namespace, console, root: str) -> int:
     from pydantic import ValidationError
     from rich.markdown import Markdown
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from flows.sft_export import flow as export_flow
     from flows.sft_export.config import ExportConfig
 
-    params = dict(name=args.name, format=args.format, per=args.per or "step", images=args.images, protocol=args.protocol,
+    params = dict(name=args.name, format=args.format or ("action-rl" if args.route == "rl" else "messages"),
+                  route=args.route, per=args.per or "step", images=args.images, protocol=args.protocol,
                   since=args.since, negatives=args.negatives, max_per_sandbox=args.max_per_sandbox,
                   max_per_family=args.max_per_family, max_per_difficulty=args.max_per_difficulty, license=args.license)
     try:  # bad options fail here, in one line, before Prefect starts
@@ -445,7 +511,7 @@ def _export_sft(args: argparse.Namespace, console, root: str) -> int:
     except ValidationError as exc:
         console.print(f"[red]error:[/] {'; '.join(e['msg'].removeprefix('Value error, ') for e in exc.errors())}")
         return 2
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console) as progress:
+    with _progress(console) as progress:
         export_flow.progress = progress
         result = export_flow.export_sft(**params, shard_mb=args.shard_mb, out=args.out, lake_root=root)
         export_flow.progress = None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 
-from prefect import flow, task
+from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 
@@ -48,6 +48,9 @@ def explore(
         for m in manifests
     ]
     results = [f.result() for f in futures]
+    for r in results:
+        get_run_logger().info("%s: coverage %.0f%% -> %.0f%%, %d new verified tasks%s", r["sandbox"], 100 * r["share_before"],
+                              100 * r["share_after"], r["verified"], f"; error: {r['error']}" if r.get("error") else "")
     lake.refresh_catalog()
     charts = {}
     reports = lake.root / "reports"

@@ -37,6 +37,7 @@ def mine_failures(policy: str | None = None, since: str | None = None, lake_root
         for part in mine_shard_task.map(unmapped(str(lake.root)), unmapped(run_id), batches, list(range(len(batches)))):
             mining.merge_summary(summary, part.result())
         mining.finish_run(lake, pending, summary, started)
+    get_run_logger().info("mined %d trajectories (%d steps): %d seeds", summary.trajectories, summary.steps, summary.seeds)
     lake.refresh_catalog()
     markdown = summary.markdown()
     create_markdown_artifact(markdown, key="mine-failures-summary")

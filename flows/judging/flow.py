@@ -38,6 +38,7 @@ def judge(lake_root: str | None = None) -> dict:
     counts: Counter = Counter()
     for future in judge_batch_task.map(unmapped(str(lake.root)), unmapped(run_id), batches, [str(i) for i in range(len(batches))]):
         counts.update(future.result())
+    get_run_logger().info("verdicts: %s", dict(counts) or "nothing new to judge")
     lake.refresh_catalog()
     markdown = "# judge\n\n" + (", ".join(f"{k}: {v}" for k, v in counts.most_common()) or "nothing new to judge")
     create_markdown_artifact(markdown, key="judge-summary")

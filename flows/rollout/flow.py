@@ -9,11 +9,11 @@ from collections import Counter
 from typing import Any
 
 from prefect import flow, get_run_logger, task, unmapped
-from prefect.artifacts import create_markdown_artifact
+from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
 from flows.engine import task_runner, transient_failure
-from flows.rollout.rollout import RolloutSummary, plan_rollout, rollout_batch
+from flows.rollout.rollout import RolloutSummary, plan_rollout, render_summary, rollout_batch
 from flows.task_synthesis.task_spec import TaskSpec
 from lake import Lake
 from lake.runs import recorded_run
@@ -46,11 +46,15 @@ def rollout(
     noise: str | None = None,
     lake_root: str | None = None,
     profile: str | None = None,
+    all_tasks: bool = False,
+    budget: int | None = None,
+    recheck_every: int = 2,
 ) -> dict:
     lake = Lake(lake_root)
     run_id = f"rollout-{uuid.uuid4().hex[:12]}"
-    jobs, problems = plan_rollout(lake, sandboxes, tasks, episodes, policy)
-    summary = RolloutSummary(errors=problems)
+    jobs, problems, plan = plan_rollout(lake, sandboxes, tasks, episodes, policy, profile, all_tasks, budget,
+                                        recheck_every)
+    summary = RolloutSummary(errors=problems, plan=plan)
     running = {}
     for folder, items in jobs.items():
         batches = [items[i:i + EPISODE_BATCH] for i in range(0, len(items), EPISODE_BATCH)]
@@ -70,10 +74,11 @@ def rollout(
         if ended:
             summary.sandboxes[name] = ended
     lake.refresh_catalog()
-    lines = [f"# rollout ({policy}{f', {profile} profile' if profile else ''})", "", "| sandbox | episodes | ended |", "|---|---|---|"]
-    lines += [f"| {s} | {sum(c.values())} | {', '.join(f'{k} {v}' for k, v in c.most_common())} |" for s, c in summary.sandboxes.items()]
-    lines += [f"- problem: {e}" for e in summary.errors]
-    markdown = "\n".join(lines)
+    markdown = render_summary(summary, policy, profile)
     create_markdown_artifact(markdown, key="rollout-summary")
+    if summary.sandboxes:
+        create_table_artifact([{"sandbox": s, "episodes": sum(c.values()), **dict(c)} for s, c in summary.sandboxes.items()],
+                              key="rollout-episodes", description="episodes per sandbox and how they ended")
     return {"run_id": run_id, "episodes": summary.episodes, "errors": summary.errors,
-            "ended": {s: dict(c) for s, c in summary.sandboxes.items()}, "markdown": markdown}
+            "ended": {s: dict(c) for s, c in summary.sandboxes.items()}, "markdown": markdown,
+            "plan": summary.plan.to_json() if summary.plan else None}

@@ -1,5 +1,8 @@
-"""Policies that act in a sandbox: `replay` (the reference solution) and `scripted-noisy`, a clearly
-named simulator of an imperfect agent that follows the reference with injected, recorded faults."""
+"""Policies that act in a sandbox: `replay` (the reference solution), `scripted-noisy`, a clearly
+named simulator of an imperfect agent that follows the reference with injected, recorded faults, and
+`simulated-learner`, the same simulator whose fault rates fall for the task families it was "trained"
+on (the families in the lake's published exports) — a stand-in for training, so a whole flywheel turn
+can be shown offline. Neither simulator is a model."""
 
 from __future__ import annotations
 
@@ -7,12 +10,17 @@ import hashlib
 import json
 import random
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Protocol
 
 from flows.task_synthesis.task_spec import TaskSpec
 from sandboxes.actions import Action, CallUser, Click, Goto, Terminate, parse_actions
 from sandboxes.driver import Observation
+
+if TYPE_CHECKING:
+    from lake import Lake
+
+POLICIES = ("replay", "scripted-noisy", "simulated-learner", "llm")
 
 
 @dataclass
@@ -151,9 +159,53 @@ class ScriptedNoisyPolicy:
         return PolicyTurn(_raw([action]), [action], faults)
 
 
-def get_policy(name: str, noise: str | None = None, sensitive_kind: Callable[[str], str | None] | None = None) -> Policy:
+class SimulatedLearnerPolicy(ScriptedNoisyPolicy):
+    """A SIMULATOR standing in for a policy that is retrained on each export: scripted-noisy, with every
+    fault rate multiplied by `decay` once per published export that held passing data of the task's
+    (sandbox, family). It learns nothing; it lets the flywheel's loop be run and measured offline."""
+
+    name = "simulated-learner"
+    decay = 0.5
+    # an untrained learner errs more than scripted-noisy's defaults, so there is room to improve
+    UNTRAINED = NoiseRates(loop=0.3, bad_args=0.3, premature=0.25, unconfirmed=0.6, overcautious=0.1)
+
+    def __init__(self, rates: NoiseRates | None = None, sensitive_kind: Callable[[str], str | None] | None = None,
+                 exposure: dict[tuple[str, str], int] | None = None) -> None:
+        super().__init__(rates or self.UNTRAINED, sensitive_kind)
+        self.base = self.rates
+        self.exposure = exposure or {}
+
+    def start(self, task: TaskSpec, episode: int) -> None:
+        factor = self.decay ** self.exposure.get((task.sandbox, task.family), 0)
+        self.rates = replace(self.base, **{k: getattr(self.base, k) * factor for k in NoiseRates.__dataclass_fields__})
+        super().start(task, episode)
+
+
+def training_exposure(lake: Lake) -> dict[tuple[str, str], int]:
+    """(sandbox, family) -> in how many published export versions it appears: what simulated-learner
+    "was trained on". Read from the exports' own data files, so it is whatever export-sft published."""
+    if not lake.files("exports"):
+        return {}
+    from pathlib import Path
+
+    folders = [r["path"] for r in lake.query("SELECT DISTINCT path FROM exports WHERE gate_success AND path IS NOT NULL")]
+    files = [str(Path(f) / "data" / "*.parquet") for f in folders if list((Path(f) / "data").glob("*.parquet"))]
+    if not files:
+        return {}
+    rows = lake.query(
+        "SELECT sandbox, family, count(DISTINCT regexp_extract(filename, '(.*)/data/', 1)) AS n "
+        "FROM read_parquet(?, filename = true, union_by_name = true) WHERE verdict = 'pass' GROUP BY ALL",
+        [files],
+    )
+    return {(r["sandbox"], r["family"]): int(r["n"]) for r in rows}
+
+
+def get_policy(name: str, noise: str | None = None, sensitive_kind: Callable[[str], str | None] | None = None,
+               exposure: dict[tuple[str, str], int] | None = None) -> Policy:
     if name == "replay":
         return ReplayPolicy()
     if name == "scripted-noisy":
         return ScriptedNoisyPolicy(NoiseRates.parse(noise), sensitive_kind)
-    raise ValueError(f"unknown policy {name!r}; available: replay, scripted-noisy (the llm policy is not built yet)")
+    if name == "simulated-learner":
+        return SimulatedLearnerPolicy(NoiseRates.parse(noise) if noise else None, sensitive_kind, exposure)
+    raise ValueError(f"unknown policy {name!r}; available: {', '.join(POLICIES)}")

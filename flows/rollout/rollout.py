@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import time
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from flows.rollout.policies import Policy, get_policy
+from flows.curriculum.sampling import RECHECK_EVERY, RolloutPlan
+from flows.curriculum.sampling import plan_rollout as choose_from_pools
+from flows.rollout.policies import Policy, get_policy, training_exposure
 from flows.rollout.touch import TouchPolicy
 from flows.task_synthesis.synthesis import stored_skills
 from flows.task_synthesis.task_spec import TaskSpec
@@ -26,6 +29,7 @@ from verifier_templates import get_template
 from verifier_templates.base import Probe
 
 MAX_STEPS = 30
+log = logging.getLogger("flywheel.rollout")
 
 
 @dataclass
@@ -38,6 +42,7 @@ class Episode:
 class RolloutSummary:
     sandboxes: dict[str, Counter] = field(default_factory=dict)  # sandbox -> ended kind counts
     errors: list[str] = field(default_factory=list)
+    plan: RolloutPlan | None = None  # how the curriculum's pools chose the tasks (None with --all or --tasks)
 
     @property
     def episodes(self) -> int:
@@ -129,29 +134,42 @@ def _probe(driver: WebDriver, probes: list[Probe]) -> dict[str, Any]:
 
 
 def plan_rollout(lake: Lake, sandboxes: list[str] | None, task_ids: list[str] | None, episodes: int,
-                 policy_name: str) -> tuple[dict[str, list[tuple[TaskSpec, int]]], list[str]]:
-    """(sandbox folder -> its (task, episode) jobs, problems) for a rollout."""
+                 policy_name: str, profile: str | None = None, all_tasks: bool = False, budget: int | None = None,
+                 recheck_every: int = RECHECK_EVERY) -> tuple[dict[str, list[tuple[TaskSpec, int]]], list[str], RolloutPlan | None]:
+    """(sandbox folder -> its (task, episode) jobs, problems, the pools' choice) for a rollout. Tasks come from
+    the curriculum's pools (flows/curriculum/sampling.py: active first, monitoring when due, mastered retired, at
+    most `budget` per sandbox) unless `all_tasks` or explicit `task_ids` ask for all."""
     problems: list[str] = []
     if sandboxes:  # a name that is no sandbox is a typo to report, not "no verified tasks"
         known, unknown = select(sandboxes)
         problems.extend(str(p) for p in unknown)
         sandboxes = [m.name for m in known]
         if not sandboxes:
-            return {}, problems
+            return {}, problems, None
     tasks = load_verified_tasks(lake, sandboxes, task_ids)
     if not tasks:
-        return {}, problems + ["no verified tasks in the lake for this selection; run `flywheel run synthesize-tasks` first"]
+        return {}, problems + ["no verified tasks in the lake for this selection; run `flywheel run synthesize-tasks` first"], None
+    plan = None
+    if not all_tasks and not task_ids:
+        plan = choose_from_pools(lake, f"{policy_name}@{profile}" if profile else policy_name, tasks, budget, recheck_every)
+        tasks = plan.tasks
+        if not tasks:
+            return {}, problems + ["the curriculum retired every task of this selection (all mastered, or monitoring and "
+                                   "not due for a re-check); `--all` rolls them out anyway, `synthesize-tasks "
+                                   "--from-failures` makes new ones"], plan
     if policy_name == "llm":
         from flywheel import llm
 
         if not llm.configured():
-            return {}, problems + ["the llm policy needs a model: set FLYWHEEL_MODEL (and FLYWHEEL_API_BASE for a local server)"]
+            return {}, problems + ["the llm policy needs a model: set FLYWHEEL_MODEL (and FLYWHEEL_API_BASE for a local server)"], plan
     by_sandbox: dict[str, list[TaskSpec]] = {}
     for t in tasks:
         by_sandbox.setdefault(t.sandbox, []).append(t)
     manifests, missing = select(list(by_sandbox))
     jobs = {str(m.folder): [(t, e) for t in by_sandbox[m.name] for e in range(episodes)] for m in manifests}
-    return jobs, problems + [str(p) for p in missing]
+    for m in manifests:
+        log.info("%s: %d episodes of %s on %d tasks", m.name, len(jobs[str(m.folder)]), policy_name, len(by_sandbox[m.name]))
+    return jobs, problems + [str(p) for p in missing], plan
 
 
 def rollout_batch(lake: Lake, run_id: str, policy_name: str, manifest: SandboxManifest, jobs: list[tuple[TaskSpec, int]],
@@ -165,6 +183,7 @@ def rollout_batch(lake: Lake, run_id: str, policy_name: str, manifest: SandboxMa
         from flywheel import llm
 
         client = llm.LLMClient(lake=lake, run_id=run_id)
+    exposure = training_exposure(lake) if policy_name == "simulated-learner" else None
 
     def job(driver: WebDriver, item: tuple[TaskSpec, int]) -> Episode:
         task, ep = item
@@ -173,7 +192,7 @@ def rollout_batch(lake: Lake, run_id: str, policy_name: str, manifest: SandboxMa
 
             policy: Policy = LLMPolicy(client, shell=driver.manifest.sandbox.kind in SHELL_KINDS)
         else:
-            policy = get_policy(policy_name, noise, driver.manifest.sensitive_kind)
+            policy = get_policy(policy_name, noise, driver.manifest.sensitive_kind, exposure)
         if profile or driver.manifest.sandbox.kind == "android":  # a phone acts by touch: clicks become taps
             policy = TouchPolicy(policy, driver, profile or "touch")
         return run_episode(driver, lake, task, skills, policy, ep, run_id)
@@ -184,16 +203,20 @@ def rollout_batch(lake: Lake, run_id: str, policy_name: str, manifest: SandboxMa
     lake.write("steps", [s for r in results for s in r.steps], run_id, key)
     if client is not None:
         client.flush(batch=f"rollout-{key}")
-    return Counter(r.trajectory["ended"] for r in results)
+    ended = Counter(r.trajectory["ended"] for r in results)
+    log.info("%s batch %s: %s", manifest.name, batch, ", ".join(f"{k} {v}" for k, v in ended.most_common()))
+    return ended
 
 
 def rollout(lake: Lake, run_id: str, policy_name: str, sandboxes: list[str] | None = None,
             task_ids: list[str] | None = None, episodes: int = 1, workers: int = 1, noise: str | None = None,
-            progress: Any = None, profile: str | None = None) -> RolloutSummary:
+            progress: Any = None, profile: str | None = None, all_tasks: bool = False, budget: int | None = None,
+            recheck_every: int = RECHECK_EVERY) -> RolloutSummary:
     """Every episode in this process (the flow spreads batches over the engine). `profile` (e.g. "phone") runs
-    web sandboxes under a device profile and the policy through touch."""
+    web sandboxes under a device profile and the policy through touch; see plan_rollout for how tasks are chosen."""
     summary = RolloutSummary()
-    jobs, problems = plan_rollout(lake, sandboxes, task_ids, episodes, policy_name)
+    jobs, problems, summary.plan = plan_rollout(lake, sandboxes, task_ids, episodes, policy_name, profile, all_tasks,
+                                                budget, recheck_every)
     summary.errors.extend(problems)
     for folder, items in jobs.items():
         manifest = load_manifest(folder)
@@ -206,3 +229,16 @@ def rollout(lake: Lake, run_id: str, policy_name: str, sandboxes: list[str] | No
             continue
         summary.sandboxes[manifest.name] = ended
     return summary
+
+
+def render_summary(summary: RolloutSummary, policy: str, profile: str | None = None) -> str:
+    """Markdown: episodes per sandbox and how they ended, and which pools the curriculum chose from."""
+    lines = [f"# rollout ({policy}{f', {profile} profile' if profile else ''})", "",
+             "| sandbox | episodes | ended | tasks chosen by pool | left out |", "|---|---|---|---|---|"]
+    plan = summary.plan
+    for s, c in summary.sandboxes.items():
+        chosen = ", ".join(f"{k} {v}" for k, v in sorted(plan.chosen.get(s, {}).items())) if plan else "all (--all)"
+        left = ", ".join(f"{k} {v}" for k, v in sorted(plan.left_out.get(s, {}).items())) if plan else "-"
+        lines.append(f"| {s} | {sum(c.values())} | {', '.join(f'{k} {v}' for k, v in c.most_common())} | {chosen} | {left or '-'} |")
+    lines += [f"- problem: {e}" for e in summary.errors]
+    return "\n".join(lines)

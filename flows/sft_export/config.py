@@ -6,9 +6,9 @@ import datetime as dt
 import hashlib
 import json
 import re
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,79}$")
 _LICENSE = re.compile(r"^[a-z0-9][a-z0-9.+-]{0,63}$")
@@ -26,6 +26,9 @@ class ExportConfig(BaseModel):
     protocol: Literal["qwen-xml", "openai"] = "qwen-xml"  # how assistant turns carry actions
     since: str | None = None  # only trajectories recorded at or after this time (ISO 8601)
     negatives: bool = False  # also export failed trajectories (their verdict column says so)
+    # routing by quality (curation.py): sft = passes of verified tasks, rl = active-pool tasks (action-rl),
+    # negatives = failed trajectories with mined failures; None = the plain selection
+    route: Literal["sft", "rl", "negatives"] | None = None
     max_per_sandbox: int | None = Field(default=None, ge=1)
     max_per_family: int | None = Field(default=None, ge=1)
     max_per_difficulty: int | None = Field(default=None, ge=1)
@@ -62,9 +65,23 @@ class ExportConfig(BaseModel):
             raise ValueError(f"--since {v!r} is not an ISO 8601 time; try 2026-01-31 or 2026-01-31T12:00:00+00:00") from None
         return (when if when.tzinfo else when.replace(tzinfo=dt.UTC)).isoformat()
 
+    @model_validator(mode="before")
+    @classmethod
+    def _routes_with_failures(cls, data: Any) -> Any:
+        """rl and negatives sets hold failed trajectories: they are exports with negatives."""
+        if isinstance(data, dict) and data.get("route") in ("rl", "negatives"):
+            data = {**data, "negatives": True}
+        return data
+
+    @model_validator(mode="after")
+    def _route_format(self) -> ExportConfig:
+        if self.route == "rl" and self.format != "action-rl":
+            raise ValueError("--route rl writes RL sets: use --format action-rl (or leave --format out)")
+        return self
+
     def content(self) -> dict:
-        """What decides the bytes of the dataset (everything but the name)."""
-        return self.model_dump(exclude={"name"})
+        """What decides the bytes of the dataset (everything but the name; no route keeps old hashes)."""
+        return self.model_dump(exclude={"name"} | ({"route"} if self.route is None else set()))
 
     @property
     def config_hash(self) -> str:

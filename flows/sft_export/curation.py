@@ -11,6 +11,12 @@ are bucketed to a 25-unit grid, text case and spacing normalised, waits dropped,
 an unchanged screen collapsed); the shortest, then earliest, trajectory of a group is kept. Then balance
 caps in a seeded order: `cap_sandbox`, `cap_family`, `cap_difficulty`.
 
+Routing by quality (`route`, as UI-TARS-2 routes its data): `sft` keeps passed trajectories of tasks that
+are still verified (`task_not_verified` otherwise); `rl` keeps trajectories, passed or failed, of tasks in
+the curriculum's `active` pool for the trajectory's policy (`not_active`); `negatives` keeps failed
+trajectories with at least one mined failure (`passed`, `no_failure_mined`), their kinds and reasons in
+`failure_reasons`. Without a route, the selection above is all there is.
+
 Memory stays bounded: per-trajectory facts are held (one small row each), steps never are. Steps are
 read a batch of whole trajectories at a time, only from the step files that hold that batch (writers land
 a trajectory's steps in one file; a trajectory spread over several files is read from all of them).
@@ -39,7 +45,8 @@ DUCKDB_MEMORY = "1GB"
 NEAR_GRID = 25
 DROP_REASONS = (
     "before_since", "not_judged", "env_error", "review_rejected", "task_retired", "no_task", "no_sandbox", "failed",
-    "not_mined", "no_steps", "duplicate_exact", "duplicate_near", "cap_sandbox", "cap_family", "cap_difficulty",
+    "not_mined", "task_not_verified", "not_active", "passed", "no_failure_mined", "no_steps", "duplicate_exact",
+    "duplicate_near", "cap_sandbox", "cap_family", "cap_difficulty",
 )
 
 _CANDIDATES = """
@@ -57,6 +64,9 @@ rev AS (
     SELECT item_kind, item_id, arg_max(decision, decided_at) AS decision, arg_max(label, decided_at) AS label
     FROM reviews GROUP BY 1, 2),
 mined AS (SELECT DISTINCT trajectory_id FROM step_rewards),
+pool AS (SELECT policy, task_id, pool FROM pools),
+fl AS (SELECT trajectory_id, string_agg(DISTINCT kind || ':' || reason, ',' ORDER BY kind || ':' || reason) AS failure_reasons
+       FROM failures GROUP BY 1),
 j AS (
     SELECT t.trajectory_id, t.task_id, t.task_version, t.sandbox, t.source_commit, t.policy, t.model, t.ended,
            t.recorded_at, t.run_id, v.judged, v.judge_version, v.votes_json,
@@ -66,14 +76,16 @@ j AS (
            coalesce(k.provenance_json, l.provenance_json) AS provenance_json,
            rt.decision AS trajectory_review, rk.decision AS task_review,
            CASE WHEN rt.decision = 'relabel' AND rt.label IS NOT NULL THEN rt.label ELSE v.judged END AS verdict,
-           m.trajectory_id IS NOT NULL AS mined
+           m.trajectory_id IS NOT NULL AS mined, pl.pool, fl.failure_reasons
     FROM traj t
     LEFT JOIN v USING (trajectory_id)
     LEFT JOIN task k ON k.task_id = t.task_id AND k.version = t.task_version
     LEFT JOIN tasks l ON l.task_id = t.task_id
     LEFT JOIN rev rt ON rt.item_kind = 'trajectory' AND rt.item_id = t.trajectory_id
     LEFT JOIN rev rk ON rk.item_kind = 'task' AND rk.item_id = t.task_id
-    LEFT JOIN mined m USING (trajectory_id))
+    LEFT JOIN mined m USING (trajectory_id)
+    LEFT JOIN pool pl ON pl.task_id = t.task_id AND pl.policy = t.policy
+    LEFT JOIN fl ON fl.trajectory_id = t.trajectory_id)
 SELECT *, CASE
     WHEN $since IS NOT NULL AND recorded_at < $since::TIMESTAMPTZ THEN 'before_since'
     WHEN judged IS NULL THEN 'not_judged'
@@ -84,6 +96,10 @@ SELECT *, CASE
     WHEN sandbox IS NULL THEN 'no_sandbox'
     WHEN verdict <> 'pass' AND NOT $negatives THEN 'failed'
     WHEN $needs_rewards AND NOT mined THEN 'not_mined'
+    WHEN $route = 'sft' AND task_status IS DISTINCT FROM 'verified' THEN 'task_not_verified'
+    WHEN $route = 'rl' AND pool IS DISTINCT FROM 'active' THEN 'not_active'
+    WHEN $route = 'negatives' AND verdict = 'pass' THEN 'passed'
+    WHEN $route = 'negatives' AND failure_reasons IS NULL THEN 'no_failure_mined'
 END AS drop_reason
 FROM j ORDER BY trajectory_id
 """
@@ -112,11 +128,12 @@ def curate(lake: Lake, con: duckdb.DuckDBPyConnection, config: ExportConfig,
     if not lake.files("trajectories"):
         return Curation(kept=pl.DataFrame(), considered=0)
     rows = pl.from_arrow(con.sql(
-        _CANDIDATES, params={"since": config.since, "negatives": config.negatives, "needs_rewards": config.format == "action-rl"}
+        _CANDIDATES, params={"since": config.since, "negatives": config.negatives, "needs_rewards": config.format == "action-rl",
+                             "route": config.route}
     ).to_arrow_table())
     dropped = Counter({r: n for r, n in rows.group_by("drop_reason").len().iter_rows() if r})
     chosen = rows.filter(pl.col("drop_reason").is_null()).drop("drop_reason")
-    files = [f.as_posix() for f in lake.files("steps")]
+    files = sorted(f.as_posix() for f in lake.files("steps"))  # sorted: batches bisect on file names (Delta lists them unordered)
     located = locate_steps(con, files, chosen.select("trajectory_id"))
     chosen = chosen.join(located, on="trajectory_id", how="left")
     dropped["no_steps"] += chosen.filter(pl.col("steps").is_null()).height

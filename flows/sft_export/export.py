@@ -65,7 +65,8 @@ class ExportResult:
         if self.gate_failed:
             lines += ["", "Failed expectations:", *[f"- {f}" for f in self.gate_failed], "", f"GX result: `{self.gate_path}`"]
         if self.path:
-            lines += ["", f"Where: `{self.path}` (README.md card, manifest.json, gate.json, data/)", "",
+            extra = ", failures.parquet (each failure's kind, reason and steps)" if (Path(self.path) / "failures.parquet").exists() else ""
+            lines += ["", f"Where: `{self.path}` (README.md card, manifest.json, gate.json, data/{extra})", "",
                       "Load it:", "```python",
                       f'datasets.load_dataset("parquet", data_files="{self.path}/data/*.parquet", split="train")',
                       f'polars.scan_parquet("{self.path}/data/*.parquet")',
@@ -123,6 +124,8 @@ def _build(lake, con, config, cur, folder: Path, name_dir: Path, run_id: str, pr
         if progress:
             progress.advance(bar, len(steps))
     shards = writer.close()
+    if config.route == "negatives" and writer.rows:
+        _write_failures(con, cur.kept, folder / "failures.parquet")
     counts = {
         "rows": writer.rows, "trajectories": produced, "steps": builder.steps_out, "images": images,
         "considered": cur.considered, "kept": cur.kept.height, "dropped": cur.dropped, "step_drops": builder.step_drops,
@@ -173,3 +176,17 @@ def _reward_lineage(con, rewards, kept) -> list[dict[str, Any]]:
     finally:
         con.unregister("kept_ids")
     return [{"detector_version": d, "weights": w, "steps": n} for d, w, n in rows]
+
+
+def _write_failures(con, kept, path: Path) -> None:
+    """Beside the negatives' shards: every mined failure of the kept trajectories, with its kind, reason
+    and step range, so a trainer can weight or mask the steps that went wrong."""
+    con.register("kept_ids", kept.select("trajectory_id").to_arrow())
+    try:
+        con.sql(
+            "SELECT trajectory_id, task_id, sandbox, policy, first_step, last_step, kind, reason, severity, evidence_json "
+            "FROM failures WHERE trajectory_id IN (SELECT trajectory_id FROM kept_ids) "
+            "ORDER BY trajectory_id, first_step, kind, reason"
+        ).write_parquet(str(path), compression="zstd")
+    finally:
+        con.unregister("kept_ids")

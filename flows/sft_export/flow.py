@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from prefect import flow
+from prefect import flow, get_run_logger
 from prefect.artifacts import create_markdown_artifact
 
 from flows.sft_export.config import ExportConfig
@@ -26,6 +26,7 @@ def export_sft(
     protocol: str = "qwen-xml",
     since: str | None = None,
     negatives: bool = False,
+    route: str | None = None,
     max_per_sandbox: int | None = None,
     max_per_family: int | None = None,
     max_per_difficulty: int | None = None,
@@ -35,7 +36,7 @@ def export_sft(
     lake_root: str | None = None,
 ) -> dict:
     config = ExportConfig(
-        name=name, format=format, per=per, images=images, protocol=protocol, since=since, negatives=negatives,
+        name=name, format=format, per=per, images=images, protocol=protocol, since=since, negatives=negatives, route=route,
         max_per_sandbox=max_per_sandbox, max_per_family=max_per_family, max_per_difficulty=max_per_difficulty,
         shard_bytes=shard_mb * 1024 * 1024, license=license,
     )
@@ -43,5 +44,7 @@ def export_sft(
     result = run_export(lake, config, out=out, run_id=f"export-{uuid.uuid4().hex[:12]}", progress=progress)
     lake.refresh_catalog()
     markdown = result.markdown()
+    get_run_logger().info("%s: %s %s, %d rows from %d trajectories", name, result.status, result.version or "-",
+                          result.counts["rows"], result.counts["trajectories"])
     create_markdown_artifact(markdown, key="export-sft-summary")
     return result.to_json() | {"markdown": markdown}

@@ -12,6 +12,7 @@ from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 
 from flows.engine import task_runner, transient_failure
+from flows.task_synthesis import from_failures as targeted
 from flows.task_synthesis import synthesis
 from flows.task_synthesis.task_spec import TaskSpec
 from lake import Lake
@@ -28,8 +29,11 @@ GATE_BATCH = int(os.environ.get("FLYWHEEL_GATE_BATCH", "4"))  # candidates per g
 
 @task(name="plan-sandbox", cache_policy=NO_CACHE, retries=1, retry_condition_fn=transient_failure)
 def plan_sandbox_task(manifest_dir: str, lake_root: str, run_id: str, count: int, seed: int, agent: str,
-                      workers: int) -> synthesis.SynthesisPlan:
-    plan = synthesis.plan_sandbox(load_manifest(manifest_dir), Lake(lake_root), run_id, count, seed, agent, workers)
+                      workers: int, from_failures: bool = False, policy: str | None = None) -> synthesis.SynthesisPlan:
+    if from_failures:  # targeted tasks from mined failure seeds (flows/task_synthesis/from_failures.py)
+        plan = targeted.plan_from_failures(load_manifest(manifest_dir), Lake(lake_root), count, policy)
+    else:
+        plan = synthesis.plan_sandbox(load_manifest(manifest_dir), Lake(lake_root), run_id, count, seed, agent, workers)
     get_run_logger().info("%s: %d candidates, %d new to gate%s", plan.summary.sandbox, plan.summary.candidates,
                           len(plan.new), f"; error: {plan.summary.error}" if plan.summary.error else "")
     return plan
@@ -58,11 +62,15 @@ def synthesize_tasks(
     agent: str = "static",
     lake_root: str | None = None,
     workers: int = 1,
+    from_failures: bool = False,
+    policy: str | None = None,
 ) -> dict:
     lake = Lake(lake_root)
-    run_id = f"synth-{uuid.uuid4().hex[:12]}"
+    run_id = f"{'targeted' if from_failures else 'synth'}-{uuid.uuid4().hex[:12]}"
     manifests, problems = select(sandboxes or None)
-    plans = [plan_sandbox_task.submit(str(m.folder), str(lake.root), run_id, count, seed, agent, workers) for m in manifests]
+    plans = [plan_sandbox_task.submit(str(m.folder), str(lake.root), run_id, count, seed, agent, workers, from_failures, policy)
+             for m in manifests]
+    gate_agent = targeted.AGENT if from_failures else agent
     gated, summaries = [], []
     for m, planned in zip(manifests, plans):
         plan = _plan(m.name, planned)
@@ -71,7 +79,7 @@ def synthesize_tasks(
         if progress and batches:
             _bars[str(m.folder)] = progress.add_task(f"{m.name}: validating", total=len(plan.new))
         gated.append(gate_batch_task.map(
-            unmapped(str(m.folder)), unmapped(str(lake.root)), unmapped(run_id), unmapped(agent), unmapped(plan.skills),
+            unmapped(str(m.folder)), unmapped(str(lake.root)), unmapped(run_id), unmapped(gate_agent), unmapped(plan.skills),
             batches, [str(i) for i in range(len(batches))], unmapped(workers),
         ) if batches else [])
     for summary, futures in zip(summaries, gated):
@@ -86,6 +94,9 @@ def synthesize_tasks(
                         summary.rejected[r["reason"]] += 1
             elif summary.error is None:
                 summary.error = f"a gate batch failed: {future.state.message}"
+    for s in summaries:
+        get_run_logger().info("%s: %d candidates, %d new, %d verified%s", s.sandbox, s.candidates,
+                              s.candidates - s.already_known, s.verified, f"; error: {s.error}" if s.error else "")
     lake.refresh_catalog()
     markdown = synthesis.render_summary(summaries, [str(p) for p in problems])
     create_markdown_artifact(markdown, key="synthesize-tasks-summary", description="verified / rejected per sandbox")
