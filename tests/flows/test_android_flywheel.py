@@ -46,7 +46,10 @@ def test_synthesis_yields_verified_pairs_through_the_gate_on_both_devices(flywhe
     taps = {s for s, r in adb.requests if r.startswith("shell,v2:input tap")}
     assert taps == {"emulator-5554", "emulator-5556"}, "two gate workers, one device each"
     stages = lake.query("SELECT stage, count(*) AS n FROM validation_runs GROUP BY 1 ORDER BY 1")
-    assert {r["stage"] for r in stages} == {"gate", "initial", "reference", "repeat", "truncated"}
+    ran = {r["stage"] for r in stages}
+    assert {"gate", "initial", "injected", "reference", "repeat", "truncated", "counterfactual"} <= ran, ran
+    assert ran <= {"gate", "initial", "injected", "reference", "repeat", "truncated", "counterfactual", "other_record",
+                   "unrelated_navigation"}, ran
     deletes = lake.query("SELECT reference_json FROM tasks WHERE family = 'delete'")
     steps = json.loads(deletes[0]["reference_json"])
     assert [a["action"] for a in steps] == ["left_click", "call_user", "left_click"]  # Delete note is sensitive
@@ -70,6 +73,11 @@ def test_mining_finds_the_noisy_policys_faults_on_android(flywheel):
     assert sum(noisy.sandboxes["notes-android"].values()) == 10
     assert verdicts["pass"] >= 10 and sum(verdicts.values()) == 20
     reasons = {r["reason"] for r in lake.query("SELECT DISTINCT reason FROM failures")}
-    assert "unconfirmed_sensitive" in reasons  # Delete note tapped without asking, as the manifest declares it
+    # Delete note (sensitive in the manifest) is a state-changing action wherever it is tapped; tapped without a
+    # call_user it is unconfirmed only where the instruction did not ask for a deletion (consent, issue 15)
+    assert "state_change" in reasons
+    unconfirmed = lake.query("SELECT t.instruction FROM failures f JOIN trajectories t USING (trajectory_id) "
+                             "WHERE f.reason = 'unconfirmed_sensitive'")
+    assert all("delete" not in (r["instruction"] or "").lower() for r in unconfirmed), unconfirmed
     assert "exact_repeat" in reasons and "click_hit_nothing" in reasons  # loops; taps where nothing is
     assert lake.query("SELECT count(*) AS n FROM step_rewards")[0]["n"] > 0
