@@ -426,7 +426,7 @@ def test_an_undecodable_image_fails_the_image_suite(lake, tmp_path):
 def test_cli_rejects_bad_options_in_one_line(tmp_path):
     done = subprocess.run([sys.executable, "-m", "flywheel.cli", "--lake", str(tmp_path / "lake"), "run", "export-sft",
                            "--name", "x", "--since", "last tuesday"], cwd=ROOT, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 2 and "ISO 8601" in done.stdout and "Traceback" not in done.stdout + done.stderr
+    assert done.returncode == 2 and "ISO 8601" in done.stdout + done.stderr and "Traceback" not in done.stdout + done.stderr
 
 
 @pytest.mark.slow
