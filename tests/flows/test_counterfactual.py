@@ -2,7 +2,7 @@
 
 from flows.task_synthesis.agents.navigation import Navigator
 from flows.task_synthesis.app_model import build_app_model
-from flows.task_synthesis.counterfactual import names, other_option, variants
+from flows.task_synthesis.counterfactual import detour, names, other_option, variants
 from flows.task_synthesis.source import read_source
 from flows.task_synthesis.values import another_like
 
@@ -32,16 +32,15 @@ INJECTION = [{"skill": "insert_addresses", "args": {"id": 900100, "label": "Cabi
 
 
 def test_one_replay_per_named_value_one_per_record_and_one_detour():
-    found = variants("Move “Cabin 12” to Lyon and tick “Use as default”.", REFERENCE, INJECTION, "/")
-    assert [v.stage for v in found] == ["counterfactual", "counterfactual", "other_record", "unrelated_navigation"]
-    typed, ticked, twin, detour = found
+    found = variants("Move “Cabin 12” to Lyon and tick “Use as default”.", REFERENCE, INJECTION)
+    assert [v.stage for v in found] == ["counterfactual", "counterfactual", "other_record"]
+    typed, ticked, twin = found
     assert typed.reference[2]["text"] != "Lyon" and typed.reference[3]["text"] == "unsaid"  # unsaid values stay
     assert ticked.reference[4]["checked"] is False
     assert twin.injection[-1]["args"]["id"] == 900101 and twin.injection[-1]["args"]["label"] != "Cabin 12"
     assert twin.reference[0]["target"]["name"] == twin.injection[-1]["args"]["label"]
     assert twin.reference[1]["url"] == "/addresses/900101/edit"
-    assert detour.expect_pass and detour.reference[-2:] == [
-        {"action": "goto", "url": "/"}, {"action": "system_button", "button": "back"}]
+    assert detour("/") == [{"action": "goto", "url": "/"}, {"action": "system_button", "button": "back"}]
 
 
 def test_another_option_is_read_from_the_page():
