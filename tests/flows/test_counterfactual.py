@@ -59,3 +59,21 @@ def test_references_reach_pages_through_links(shop_manifest):
     assert nav.path_to("/addresses/900100/edit", row, "addresses") == [link("Addresses"), link("Cabin 12"), link("Edit address")]
     assert nav.path_to("/addresses/900100/edit", None, "addresses") is None  # no record known: no guessing
     assert nav.home_link() is not None
+
+
+def test_references_avoid_links_and_forms_a_page_shows_only_under_a_condition():
+    """mail (in the repo): "Edit vacation reply" is also a banner shown only while the reply is on, and
+    "Delete forever" is shown only for a message in the trash (`{% if message.folder_id == 5 %}`)."""
+    from flows.task_synthesis.agents.static import form_conditions
+    from sandboxes.registry import select
+
+    (mail,), _ = select(["mail"])
+    src = read_source(mail)
+    model = build_app_model(src)
+    nav = Navigator(src.files, model)
+    link = lambda name: {"action": "left_click", "target": {"role": "link", "name": name}}  # noqa: E731
+    assert nav.path_to("/settings/vacation") == [link("Settings"), link("Edit vacation reply")]
+    forms = {f.label: f for f in model.forms}
+    template = nav.templates[forms["Delete message forever"].template]
+    assert form_conditions(template, forms["Delete message forever"]) == {"folder_id": 5}
+    assert form_conditions(template, forms["Star message"]) == {}  # under `{% else %}` of is_starred: not read
