@@ -126,7 +126,7 @@ def test_failure_seeds_become_targeted_tasks_by_pool_with_lineage(lake):
     assert tally == Counter(variant=1, subgoal=1, chain=1)
     by = {s.provenance["strategy"]: s for s in made}
     variant, sub, chain = by["variant"], by["subgoal"], by["chain"]
-    assert variant.provenance["parent_task"] == ids[0] and variant.provenance["failure_kind"] == "bad_args"
+    assert variant.provenance["parent_task_id"] == ids[0] and variant.provenance["failure_kind"] == "bad_args"
     # "Team lunch" (the sibling's value) would make the sibling itself: the number is redrawn instead
     new_title = variant.provenance["substituted"]["Budget review 42"]
     assert new_title.startswith("Budget review ") and new_title != "Budget review 42"
@@ -134,13 +134,13 @@ def test_failure_seeds_become_targeted_tasks_by_pool_with_lineage(lake):
     assert variant.reference[1]["text"] == new_title and variant.task_id not in ids
     assert sub.family == "subgoal" and sub.instruction == "Could you add the note “A1”?"
     assert sub.verifier == _row_exists(title="A1") and [a.get("text") for a in sub.reference] == [None, "A1"]
-    assert chain.family == "chain" and chain.provenance["partner_task"] == ids[4]
+    assert chain.family == "chain" and chain.provenance["partner_task_id"] == ids[4]
     assert chain.instruction == "Star the note “C3”, and then star the note “D4”."
     assert [c["params"]["where"]["title"] for c in chain.verifier["params"]["checks"]] == ["C3", "D4"]
     assert all(a["action"] != "terminate" for a in chain.reference) and len(chain.reference) == 4
     for spec in made:  # lineage is stored in the task row
         row = spec.to_row("verified", None, None, "targeted-1", T0)
-        assert json.loads(row["provenance_json"])["seed_id"].startswith(spec.provenance["parent_task"])
+        assert json.loads(row["provenance_json"])["seed_id"].startswith(spec.provenance["parent_task_id"])
 
     from flows.task_synthesis.gate import GateResult
     from flows.task_synthesis.synthesis import land
@@ -275,4 +275,4 @@ def test_one_turn_on_todomvc_rolls_out_by_pool_and_verifies_tasks_born_from_fail
     assert born.candidates and born.verified >= 1, born
     rows = lake.query("SELECT provenance_json FROM tasks WHERE run_id = 'targeted-1' AND status = 'verified'")
     lineage = [json.loads(r["provenance_json"]) for r in rows]
-    assert all(p["parent_task"] and p["seed_id"] and p["failure_kind"] and p["strategy"] for p in lineage)
+    assert all(p["parent_task_id"] and p["seed_id"] and p["failure_kind"] and p["strategy"] for p in lineage)
