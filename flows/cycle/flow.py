@@ -10,7 +10,6 @@ from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
 from flows.curriculum.flow import curriculum
 from flows.cycle import report as cycle_report
-from flows.cycle.chart import iteration_chart_svg
 from flows.cycle.stages import reported_problems, run_stage
 from flows.exploration.flow import explore
 from flows.failure_mining.flow import mine_failures
@@ -45,6 +44,7 @@ def cycle(
     root = str(lake.root)
     name = export_name or f"cycle-{policy}"
     stats, problems = [], []
+    run = f"cycle-{uuid.uuid4().hex[:12]}"
 
     def stage(i: int, stage_name: str, detail: str, fn, sandbox: str = "", **kw):
         log.info("iteration %d/%d: %s%s%s", i, iterations, stage_name, f" {detail}" if detail else "",
@@ -75,18 +75,9 @@ def cycle(
         log.info("iteration %d/%d done: %d episodes, success %.0f%%, %d born from failures, %d mastered not rolled out, "
                  "%d problems", i, iterations, s.episodes, 100 * s.success_rate, len(s.born), s.left_out.get("mastered", 0),
                  len(s.problems))
-    solved = cycle_report.solved_later(lake, policy, stats)
-    run = f"cycle-{uuid.uuid4().hex[:12]}"
-    reports = lake.root / "reports"
-    reports.mkdir(parents=True, exist_ok=True)
-    chart = reports / f"{run}.svg"
-    simulator = policy in ("scripted-noisy", "simulated-learner")
-    chart.write_text(iteration_chart_svg(
-        cycle_report.chart_rows(stats), f"{policy}: success rate per sandbox and family, by iteration",
-        f"{policy} is a simulator (scripted faults), not a model" if simulator else ""))
-    markdown = cycle_report.render_report(policy, stats, solved, chart.name, simulator)
-    report = reports / f"{run}.md"
-    report.write_text(markdown)
+        # the report so far, after every iteration: a long cycle that is stopped still leaves its comparison
+        markdown, report, chart = cycle_report.write_report(lake, run, policy, stats)
+        log.info("report after iteration %d: %s", i, report)
     create_markdown_artifact(markdown, key="cycle-report")
     create_table_artifact(cycle_report.summary_table(stats), key="cycle-iterations", description="one row per iteration")
     if problems:

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+from flows.cycle.chart import iteration_chart_svg
 from flows.cycle.stages import EnvProblem
 from lake import Lake
 
@@ -162,3 +164,20 @@ def summary_table(stats: list[IterationStats]) -> list[dict[str, Any]]:
 
 def _counts(c: Counter) -> str:
     return ", ".join(f"{k} {v}" for k, v in sorted(c.items())) or "-"
+
+
+SIMULATORS = ("scripted-noisy", "simulated-learner")
+
+
+def write_report(lake: Lake, run: str, policy: str, stats: list[IterationStats]) -> tuple[str, Path, Path]:
+    """(markdown, report path, chart path): lake/reports/<run>.md and .svg, rewritten as iterations finish."""
+    reports = lake.root / "reports"
+    reports.mkdir(parents=True, exist_ok=True)
+    chart, report = reports / f"{run}.svg", reports / f"{run}.md"
+    simulator = policy in SIMULATORS
+    chart.write_text(iteration_chart_svg(
+        chart_rows(stats), f"{policy}: success rate per sandbox and family, by iteration",
+        f"{policy} is a simulator (scripted faults), not a model" if simulator else ""))
+    markdown = render_report(policy, stats, solved_later(lake, policy, stats), chart.name, simulator)
+    report.write_text(markdown)
+    return markdown, report, chart
