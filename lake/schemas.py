@@ -401,8 +401,11 @@ COMMON_COLUMNS: dict[str, str] = {
     "task_id": "The task–verifier pair; joins `tasks.task_id`.",
     "trajectory_id": "One episode of a policy on a task; joins `trajectories.trajectory_id`.",
     "policy": "What acted: `replay` (the reference solution), `scripted-noisy` (a simulator of an imperfect "
-              "agent), `llm`, an imported agent's name; `@phone` when run under the phone profile.",
-    "family": "The task family (create, update, delete, search, multi_step, move, shell, …).",
+              "agent), `simulated-learner` (a simulator whose faults fall for families in earlier exports: a "
+              "stand-in for training, not a model), `llm`, an imported agent's name; `@phone` when run under the "
+              "phone profile.",
+    "family": "The task family (create, update, delete, search, multi_step, move, shell, …); of tasks born from "
+              "failures, a variant keeps its parent's family, a sub-goal is `subgoal`, a longer chain `chain`.",
     "detector_version": "The failure-mining detector version that produced the row.",
     "step_index": "The step's position in its trajectory, from 0.",
     "started_at": "When it started (UTC).",
