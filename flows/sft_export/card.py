@@ -25,7 +25,7 @@ from flows.sft_export.shards import Shard
 MANIFEST_VERSION = 1
 
 
-def lineage(kept: pl.DataFrame, lake_root: Path, rewards: list[dict[str, Any]]) -> dict[str, Any]:
+def lineage(kept: pl.DataFrame, lake_root: str | Path, rewards: list[dict[str, Any]]) -> dict[str, Any]:
     if kept.is_empty():
         return {"lake": str(lake_root), "sandboxes": {}, "tasks": 0, "policies": {}, "judge": {}}
     sandboxes = {s: sorted(c) for s, c in kept.group_by("sandbox").agg(pl.col("source_commit").unique().drop_nulls()).iter_rows()}

@@ -102,16 +102,16 @@ def _build(lake, con, config, cur, folder: Path, name_dir: Path, run_id: str, pr
     schema = SCHEMAS[config.format]
     writer = ShardWriter(folder / "data", schema, config.shard_bytes)
     scrubber = Scrubber()
-    builder = RowBuilder(config, scrubber, image_reader(lake.root, config.images))
+    builder = RowBuilder(config, scrubber, image_reader(lake, config.images))
     rewards = lake.files("step_rewards") if config.format == "action-rl" else None
-    lineage = card.lineage(cur.kept, lake.root, _reward_lineage(con, rewards, cur.kept))
+    lineage = card.lineage(cur.kept, lake.uri, _reward_lineage(con, rewards, cur.kept))
     total_steps = int(cur.kept["steps"].sum()) if not cur.kept.is_empty() else 0
     bar = progress.add_task(f"write {config.name}: steps", total=total_steps) if progress else None
     produced = images = 0
     # the kept rows in `ord` order, in step with the stream (which yields them in the same order)
     facts = cur.kept.select("ord", *ROW_FACTS).sort("ord").iter_rows(named=True) if total_steps else iter(())
     for tid, steps in curation.stream_trajectories(
-        con, cur.step_files, cur.kept, STEP_COLUMNS, [f.as_posix() for f in rewards] if rewards else None
+        con, cur.step_files, cur.kept, STEP_COLUMNS, [str(f) for f in rewards] if rewards else None
     ):
         traj = next(facts)
         while traj["trajectory_id"] != tid:
@@ -174,7 +174,7 @@ def _reward_lineage(con, rewards, kept) -> list[dict[str, Any]]:
         rows = con.sql(
             "SELECT detector_version, weights_json, count(*) AS steps FROM read_parquet($files) "
             "WHERE trajectory_id IN (SELECT trajectory_id FROM kept_ids) GROUP BY ALL ORDER BY ALL",
-            params={"files": [f.as_posix() for f in rewards]},
+            params={"files": [str(f) for f in rewards]},
         ).fetchall()
     finally:
         con.unregister("kept_ids")
