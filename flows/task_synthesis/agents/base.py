@@ -87,7 +87,7 @@ DISCOVERY_SHARE = 4  # discovery's floor: a quarter of the budget when the sourc
 
 def merge(read: AgentOutput, found: AgentOutput, count: int) -> AgentOutput:
     """Source-read candidates and discovered ones, `count` in all. Where the source reader understands
-    the app, its pairs check the app's own records (on the shop and mail about 19 in 20 verify, against
+    the app, its pairs check the app's own records (on the shipped server-rendered apps about 19 in 20 verify, against
     about 1 in 4 of discovery's), so it fills the budget first; discovery always gets a quarter of it (the
     general path stays exercised and adds what the source shows no form for) and everything the reader
     leaves, which on an app the reader does not understand is all of it."""
