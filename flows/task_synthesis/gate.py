@@ -118,6 +118,15 @@ class ValidationGate:
         self.counterfactuals = counterfactuals
 
     def validate(self, spec: TaskSpec) -> GateResult:
+        """The gate's verdict; a pair whose sandbox failed under it (twice-timed-out pages, a dead app) is
+        gated once more from the start, since a sandbox_error says nothing of the pair and a loaded machine
+        must not change what the gate says. A second sandbox_error stands."""
+        result = self._validate(spec)
+        if result.reason == "sandbox_error":
+            result = self._validate(spec)
+        return result
+
+    def _validate(self, spec: TaskSpec) -> GateResult:
         """Episodes are shared where one is a prefix of another: the truncated state is observed inside the
         reference episode (before its last actions), and the navigation detour continues the repeat episode.
         Each check is judged in the same order as if it had its own episode, so verdicts are the same."""

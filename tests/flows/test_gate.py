@@ -85,3 +85,26 @@ def test_a_reference_that_does_not_parse_is_rejected(gate):
     result = gate.validate(spec({"template": "row_exists", "params": {"table": "addresses", "where": {"label": "x"}}},
                                 reference=[{"action": "teleport"}]))
     assert (result.status, result.reason) == ("rejected", "bad_reference")
+
+
+def test_a_sandbox_that_fails_once_is_gated_again_and_twice_is_a_sandbox_error(gate, monkeypatch):
+    from sandboxes.web import SandboxTimeout
+
+    real_act, calls = gate.driver.act, {"n": 0}
+
+    def act_failing_first(action):  # the page would not settle, twice, on the first step only
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise SandboxTimeout("shop: left_click timed out twice")
+        return real_act(action)
+
+    sound = spec({"template": "row_exists", "params": {"table": "addresses", "where": {"label": "Boathouse 7", "city": "Porto"}}})
+    monkeypatch.setattr(gate.driver, "act", act_failing_first)
+    assert gate.validate(sound).status == "verified", "a transient sandbox failure is no verdict on the pair"
+
+    def act_failing(action):
+        raise SandboxTimeout("shop: left_click timed out twice")
+
+    monkeypatch.setattr(gate.driver, "act", act_failing)
+    result = gate.validate(sound)
+    assert (result.status, result.reason) == ("rejected", "sandbox_error") and "timed out twice" in result.detail
