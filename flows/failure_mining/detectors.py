@@ -107,9 +107,9 @@ SEVERITY = {
 MIN_REPEATS = 3  # turns in a row for exact_repeat (the original + 2 repeats)
 MIN_INEFFECTIVE = 2  # repeats that must have changed nothing or failed
 MIN_CONFIDENCE = 0.5  # a loop from actions alone is reported from this confidence on
-NEAR = 12  # grid points (of 0..999) within which two coordinate clicks aim at the same control
+NEAR = 16  # grid points (of 0..999) within which two coordinate clicks aim at the same control (tuned: see LABELLING.md)
 NEAR_FACTOR = 0.85
-REAIM = 40  # grid points: a click re-aimed at a control the model says did not respond
+REAIM = 60  # grid points: a click re-aimed at a control the model says did not respond (tuned)
 SCROLL_FACTOR = 0.0  # from actions alone a scroll repeat is reading, never a loop: only screens can tell
 NO_PROGRESS_STEPS = 3
 PERIODS = (2, 3, 4)
@@ -229,7 +229,8 @@ def _count(frame: pl.LazyFrame, name: str) -> pl.LazyFrame:
 
 def _again() -> pl.Expr:
     """This turn repeats the previous one: identically, or as a coordinate click of the same kind within
-    NEAR grid points of the previous one (a near-identical re-click aims at the same control)."""
+    NEAR grid points of the previous one (a near-identical re-click aims at the same control), or within
+    REAIM of it when the model says the previous click did not work ("Let me click it more precisely")."""
     single = ~pl.col("act").str.contains("}, {", literal=True) & ~pl.col("act").str.contains(
         "},{", literal=True
     )
@@ -243,21 +244,25 @@ def _again() -> pl.Expr:
     )
     dx, dy = (pl.col("px") - prev(pl.col("px"))).abs(), (pl.col("py") - prev(pl.col("py"))).abs()
     near = (dx <= NEAR) & (dy <= NEAR)
-    re_aimed = (
-        (dx <= REAIM) & (dy <= REAIM) & pl.col("said_failed")
-    )  # "it didn't work, let me click more precisely"
+    re_aimed = (dx <= REAIM) & (dy <= REAIM) & pl.col("said_failed")
     return pl.col("is_repeat") | (near_click & (near | re_aimed)).fill_null(False)
 
 
 def _repeat_runs(f: pl.LazyFrame) -> pl.LazyFrame:
     """Runs of the same turn issued back to back, with how many repeats were provably ineffective, provably
     effective or of unknown effect, and the confidence that the run is a loop (see `_loop_confidence`)."""
-    f = f.with_columns(_again=_again(), _reported=nxt(pl.col("said_failed")).fill_null(False))
+    f = f.with_columns(
+        _again=_again(),
+        _reported=nxt(pl.col("said_failed")).fill_null(False),
+        _worked=nxt(pl.col("said_worked")).fill_null(False),
+    )
     again = pl.col("_again")
     member = again | nxt(again).fill_null(False)
     reported = pl.col("_reported")  # the next turn says this one did not work (read before rows are dropped)
-    ineffective = again & (pl.col("failed") | _unchanged() | (reported & pl.col("unknown")))
-    undecided = again & ~pl.col("failed") & pl.col("unknown") & ~reported
+    # the effect is not observed: no comparable next screen, or no next step at all (the run ends on it)
+    unobserved = pl.col("unknown") | (~pl.col("same_next") & pl.col("changed").is_null())
+    ineffective = again & (pl.col("failed") | _unchanged() | (reported & unobserved))
+    undecided = again & ~pl.col("failed") & unobserved & ~reported & ~pl.col("_worked")
     return (
         f.with_columns(_run=(~again).cum_sum())
         .filter(member)
@@ -273,7 +278,7 @@ def _repeat_runs(f: pl.LazyFrame) -> pl.LazyFrame:
             ineffective=ineffective.sum(),
             undecided=undecided.sum(),
             level=_strongest(
-                pl.when(reported & pl.col("unknown"))
+                pl.when(reported & unobserved)
                 .then(pl.lit("reasoning"))
                 .otherwise(pl.col("evidence"))
                 .filter(ineffective)

@@ -23,6 +23,8 @@ Conventions the detectors rely on:
   name, else from the URL it led to; null when the action failed) and `sens_from` what said so;
 - `said_failed`: the step's own raw output says the previous action did not work ("still showing", "didn't
   open", "try again"; English only): the model's report of an effect it saw, evidence level `reasoning`;
+  `said_worked`: it says the previous action did what it meant ("Now I have 2 protons", "has been added")
+  and not that it failed;
 - `evidence` is the strongest evidence the step's effect is known from: errors (the action failed),
   screenshot, ui_tree, url (the next step's URL differs), else actions.
 """
@@ -71,11 +73,22 @@ _SAID_PURPOSE = (
 )
 # The model saying its previous action did not work (English only): "still showing", "didn't", "try again".
 _SAID_NO_EFFECT = (
-    r"(?i)\b(?:still (?:showing|there|visible|the same|not|on the|shows|persists?)|didn'?t (?:work|open|navigate|"
-    r"change|register|apply|respond|seem)|did not (?:work|open|navigate|change|register|apply)|doesn'?t seem to|"
-    r"does not seem to|isn'?t (?:working|responding|opening)|not (?:working|responding|navigating)|hasn'?t "
-    r"(?:changed|been|opened|updated)|no (?:change|effect)|(?:try|trying) (?:again|clicking)|more precisely|"
-    r"keeps? (?:intercepting|hitting|expanding)|persists?|persistent|accidentally)"
+    r"(?i)\b(?:still (?:\w+ ){0,2}?(?:showing|there|visible|the same|not|on the|shows?|persists?|open|closed|"
+    r"selected|displayed|present|loading)|didn'?t (?:\w+ )?(?:work|open|navigate|change|register|apply|respond|"
+    r"seem|take|go through|load|expand|close|select|happen)|did not (?:\w+ )?(?:work|open|navigate|change|"
+    r"register|apply|respond|take|load|expand|close|select|happen)|doesn'?t seem to|does not seem to|"
+    r"isn'?t (?:working|responding|opening)|not (?:working|responding|navigating)|hasn'?t (?:changed|been|opened|"
+    r"updated)|no (?:change|effect)|nothing (?:happened|changed)|(?:try|trying) (?:again|clicking)|"
+    r"more precise(?:ly)?|more precision|keeps? (?:intercepting|hitting|expanding)|persists?|persistent|"
+    r"accidentally|got selected instead)"
+)
+# The model reporting that its previous action did what it wanted (English only): "Now I have 2 protons",
+# "it shows 2+", "has been added". Read only where the step's words do not also say it failed.
+_SAID_WORKED = (
+    r"(?i)(?:^|[.!\n]\s*)(?:good|great|perfect|excellent)\b|\b(?:now (?:I have|it shows|it says|shows|says|"
+    r"displays|has|there (?:is|are))|it (?:now )?shows \S|I'?ve (?:added|selected|set|increased|decreased|"
+    r"moved|entered)|(?:has|have) been (?:added|selected|applied|set|updated|increased|entered|submitted|saved)|"
+    r"is now (?:selected|set|checked|open|showing|applied|displayed|active)|(?:successfully|worked)\b)"
 )
 # In a model's own words, the control it is about to click: `click on the "Save" button`, `tap 'Send'`.
 _SAID_TARGET = (
@@ -204,6 +217,7 @@ def _with_model_words(features: pl.DataFrame) -> pl.DataFrame:
     picked = features.select("raw_output").gather(rows).with_columns(click=wanted["click"].gather(rows))
     said = picked.select(
         failed=pl.col("raw_output").str.contains(_SAID_NO_EFFECT),
+        worked=pl.col("raw_output").str.contains(_SAID_WORKED),
         named=pl.when(pl.col("click")).then(
             pl.coalesce(
                 pl.col("raw_output").str.extract_all(_SAID_TARGET).list.last().str.extract(_SAID_TARGET, 1),
@@ -212,10 +226,13 @@ def _with_model_words(features: pl.DataFrame) -> pl.DataFrame:
         ),
     )
     n = features.height
-    failed = pl.repeat(False, n, eager=True).scatter(rows, said["failed"])
+    failed = pl.repeat(False, n, eager=True).scatter(rows, said["failed"]).fill_null(False)
+    worked = pl.repeat(False, n, eager=True).scatter(rows, said["worked"]).fill_null(False)
     named = pl.repeat(None, n, dtype=pl.String, eager=True).scatter(rows, said["named"])
     return features.with_columns(
-        said_failed=failed.fill_null(False), target_name=pl.coalesce(pl.col("target_name"), named)
+        said_failed=failed,
+        said_worked=worked & ~failed,
+        target_name=pl.coalesce(pl.col("target_name"), named),
     )
 
 

@@ -73,8 +73,8 @@ def _drag_peers(walk: WalkResult, fam: Family) -> list[str]:
     if scan is None:
         return []
     for z in scan.zones:
-        if fam.transition.item in z["cards"]:
-            return [c for c in z["cards"] if c != fam.transition.item and len(c) < 80]
+        if fam.transition.item in z.get("named", []):
+            return [c for c in z["named"] if c != fam.transition.item and c != fam.transition.actions[0].get("to", {}).get("text")]
     return []
 
 

@@ -18,11 +18,16 @@ from urllib.parse import parse_qsl, urlsplit
 
 from flows.exploration.reverse import _table_verifier
 from flows.task_synthesis.discovery.fill import fill_action
-from flows.task_synthesis.discovery.state import RECORDS_JS, records_path, storage_expression
+from flows.task_synthesis.discovery.state import (
+    RECORDS_JS,
+    items_expression,
+    records_path,
+    storage_expression,
+)
 from flows.task_synthesis.discovery.walk import Transition, WalkResult
 from flows.task_synthesis.task_spec import TaskSpec
 from verifier_templates import js_state_matches
-from verifier_templates.base import Evidence
+from verifier_templates.base import Evidence, normalise
 
 VERSION = "discovery-1"
 REPLAY_SKILL = "replay_ui"
@@ -74,12 +79,74 @@ def verifier_for(t: Transition, initial_records: list[dict]) -> tuple[str, dict[
         found = _table_verifier(table, change, said)
         if found:
             return found[0], found[1], list(typed) or [str(v) for v in found[1]["params"].get("where", {}).values()]
+    items = _items_verifier(t)
+    if items:
+        return items
     records = _records_verifier(t)
     named = typed or ((t.item,) if t.item else ())
     stored = _stored_verifier(t, named)
     if stored and records:  # what the app keeps outlives a reload; the page's lists say what kind of change it was
         return records[0], stored[1], records[2]
     return stored or records or _shown_or_searched(t, typed)
+
+
+def _items_verifier(t: Transition) -> tuple[str, dict[str, Any], list[str]] | None:
+    """For a step on one record of a state that is lists of plain values (a card dragged on a board or a
+    sortable list): the card now in another list (move), at another place in its list (reorder), or
+    gone (delete) — checked on the manifest's state read as items (state.items_expression)."""
+    if t.diff.items is None or not t.item or not _manifest_expression(t):
+        return None
+    before, after = t.diff.items
+    text = _state_text(t.item, before) or _state_text(t.item, after)
+    if text is None:
+        return None
+    same = normalise(text)
+
+    def places(items: list[dict[str, Any]]) -> dict[str, list[int]]:
+        out: dict[str, list[int]] = {}
+        for r in items:
+            if normalise(r.get("text", "")) == same:
+                out.setdefault(r["list"], []).append(r["at"])
+        return out
+
+    was, now = places(before), places(after)
+    expr = items_expression(_manifest_expression(t))
+
+    def check(where: dict[str, Any]) -> dict[str, Any]:
+        n = sum(1 for r in after if js_state_matches.matches(r, where))
+        return {"template": "js_state_matches", "params": {"expression": expr, "where": where, "count": n}}
+
+    gained = [lst for lst in now if len(now[lst]) > len(was.get(lst, []))]
+    lost = [lst for lst in was if len(was[lst]) > len(now.get(lst, []))]
+    moved = [lst for lst in now if lst in was and len(now[lst]) == 1 == len(was[lst]) and now[lst] != was[lst]]
+    if len(gained) == 1:  # moved or copied to one other list
+        family, v = "move", check({"text": text, "list": gained[0]})
+    elif len(lost) == 1 and not gained:
+        family, v = "delete", check({"text": text, "list": lost[0]})
+    elif not gained and not lost and len(moved) == 1:
+        family, v = "reorder", check({"text": text, "list": moved[0], "at": now[moved[0]][0]})
+    else:
+        return None
+    p = v["params"]
+    holds = (js_state_matches.judge(Evidence({}, {"state": after}), p).passed
+             and not js_state_matches.judge(Evidence({}, {"state": before}), p).passed)
+    if not holds:
+        return None
+    if family == "reorder":
+        t.to = t.to or t.heading
+    return family, v, [t.item] + ([t.to] if t.to and family != "delete" else [])
+
+
+def _state_text(shown: str, items: list[dict[str, Any]]) -> str | None:
+    """The state's text for a card the page shows as `shown`: the same text, else the one item whose
+    text holds it (a handle's glyph or a badge the page scan left out)."""
+    want = normalise(shown)
+    texts = {r.get("text", "") for r in items}
+    exact = [x for x in texts if normalise(x) == want]
+    if exact:
+        return exact[0]
+    holding = [x for x in texts if want and want in normalise(x) and len(x) <= len(shown) + 8]
+    return holding[0] if len(holding) == 1 else None
 
 
 def _shown_or_searched(t: Transition, typed: tuple[str, ...]) -> tuple[str, dict[str, Any], list[str]] | None:
@@ -279,6 +346,34 @@ def instance(fam: Family, rng: random.Random, fresh: bool) -> Instance | None:
     return Instance(fam, _request(fam, values, t.item, slots), [], None, t.path + actions, verifier, values, t.item)
 
 
+def _substitute_card(value: Any, swaps: dict[str, str]) -> Any:
+    """The verifier with another card: in a record check only its text changes (a list or a place that
+    happens to read like the card, "1" in a grid of "1".."5", stays), and expressions never do."""
+    if isinstance(value, dict):
+        out = {}
+        for k, v in value.items():
+            if k == "where" and isinstance(v, dict):
+                out[k] = {kk: _substitute(vv, swaps) if kk == "text" else vv for kk, vv in v.items()}
+            else:
+                out[k] = v if k == "expression" else _substitute_card(v, swaps)
+        return out
+    if isinstance(value, list):
+        return [_substitute_card(v, swaps) for v in value]
+    return _substitute(value, swaps)
+
+
+def _placed_lists(verifier: dict[str, Any]) -> set[tuple[str, str]]:
+    """(expression, list) of every check on a card's place in a list: two steps that reorder one list move
+    each other's cards."""
+    out: set[tuple[str, str]] = set()
+    p = verifier.get("params", {})
+    if "at" in p.get("where", {}):
+        out.add((p.get("expression", ""), str(p["where"].get("list"))))
+    for c in p.get("checks", []):
+        out |= _placed_lists(c)
+    return out
+
+
 def _drag_instance(fam: Family, rng: random.Random, fresh: bool) -> Instance | None:
     t = fam.transition
     card = t.item
@@ -290,7 +385,7 @@ def _drag_instance(fam: Family, rng: random.Random, fresh: bool) -> Instance | N
     swaps = {t.item: card} if card != t.item else {}
     act = copy.deepcopy(t.actions)
     act[0]["target"] = {"text": card}
-    verifier = _substitute(fam.verifier, swaps)
+    verifier = _substitute_card(fam.verifier, swaps)
     return Instance(fam, _request(fam, [card, t.to], card), [], None, t.path + act, verifier, [card, t.to], card)
 
 
@@ -302,6 +397,11 @@ def _clean(label: str) -> str:
 def _request(fam: Family, values: list[str], item: str, slots: dict[str, str] | None = None) -> str:
     t, name = fam.transition, fam.name
     where = _clean(t.heading)
+    if name == "reorder":
+        where_ = fam.verifier["params"].get("where", {})
+        at = where_.get("at")
+        place = f"position {at + 1}" if isinstance(at, int) else "another place"
+        return _sentence(f"move {quote(item)} to {place}" + (f" in {quote(where or _clean(t.to))}" if where or t.to else ""))
     if name == "move":
         dest = _clean(t.to) or (values[1] if len(values) > 1 else "")
         return _sentence(f"move {quote(item)} to {quote(dest)}")
@@ -346,6 +446,8 @@ def chain(first: Instance, second: Instance) -> Instance | None:
     if first.setup or second.setup:
         return None
     if set(first.values) & set(second.values):
+        return None
+    if _placed_lists(first.verifier) & _placed_lists(second.verifier):
         return None
     req = _sentence(f"{_lower_first(first.request)}, then {_lower_first(second.request)}")
     verifier = {"template": "all_of", "params": {"checks": [first.verifier, second.verifier]}}

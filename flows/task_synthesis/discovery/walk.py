@@ -24,6 +24,8 @@ from sandboxes.app_process import SandboxError
 from sandboxes.manifest import SandboxManifest
 
 MAX_PAGES = 5
+MAX_DRAG_SOURCES = 6  # lists whose first card is dragged to every other list
+MAX_DRAG_TARGETS = 3  # the nearest other lists each is dragged to
 MAX_FORM_STEPS = 3  # groups walked in a row when a press reveals another (wizards, modals)
 MAKING_LINKS = re.compile(r"\b(add|new|create|compose|write|register)\b", re.I)
 ACCOUNT_LINKS = re.compile(r"log.?out|sign.?out|password|logout", re.I)  # would end or change the walk's session
@@ -99,6 +101,8 @@ class DiscoveryWalk:
             if not self._do([{"action": "goto", "url": page}]):
                 continue
             scan = scan_page(self.driver)
+            if any(_same_view(scan, s) for s in scans.values()):  # another address of a page seen (/ and /index.html)
+                continue
             scans[page] = scan
             for link in sorted(scan.links, key=_link_priority):
                 target = _same_origin(link["href"], page)
@@ -271,17 +275,29 @@ class DiscoveryWalk:
                     self._on_made_records(page, made)
 
     def _drags(self, path: list[dict], scan: PageScan, page: str) -> None:
+        """Each of the first few lists' first card to every other list, and within a list of three or
+        more, its first card onto its last (a reorder)."""
         named = [z["heading"] for z in scan.zones]
-        zones = [z for z in scan.zones if z["heading"] and named.count(z["heading"]) == 1]  # lists a person can tell apart
-        for z in zones:
-            for card in [c for c in z["cards"] if len(c) < 80][:1]:  # a card named by its whole text (scans cut at 80)
-                for other in zones:
-                    if other is z or self._late():
-                        continue
-                    act = {"action": "left_click_drag", "target": {"text": card}, "to": other["drop"]}
-                    self._simple("drag", path, [act], page, item=card, to=other["heading"])
-            if z["cards"]:
-                break
+        seen: dict[str, int] = {}
+        zones = []
+        for z in scan.zones:  # lists under one heading are told apart by their place: "Connected lists, list 2"
+            if named.count(z["heading"]) > 1:
+                seen[z["heading"]] = seen.get(z["heading"], 0) + 1
+                z = {**z, "heading": f"{z['heading']}, list {seen[z['heading']]}"}
+            zones.append(z)
+        whole = [z.get("named", []) for z in zones]  # cards a text target finds (the scan says which)
+        sources = [(z, cards) for z, cards in zip(zones, whole) if cards][:MAX_DRAG_SOURCES]
+        for z, cards in sources:
+            near = sorted((o for o in zones if o is not z), key=lambda o: abs(o.get("y", 0) - z.get("y", 0)) + abs(o.get("x", 0) - z.get("x", 0)))
+            for other in near[:MAX_DRAG_TARGETS]:  # the lists beside it (a drag does not scroll the page)
+                if self._late():
+                    continue
+                act = {"action": "left_click_drag", "target": {"text": cards[0]}, "to": other["drop"]}
+                self._simple("drag", path, [act], page, item=cards[0], to=other["heading"])
+        for z, cards in sources:
+            if len(z["cards"]) >= 3 and len(cards) >= 2 and cards[0] == z["cards"][0] and not self._late():
+                act = {"action": "left_click_drag", "target": {"text": cards[0]}, "to": {"text": cards[-1]}}
+                self._simple("drag", path, [act], page, item=cards[0], to=z["heading"])
 
     def _simple(self, kind: str, path: list[dict], actions: list[dict], page: str, **kw: Any) -> Transition | None:
         self._reset()
@@ -409,6 +425,11 @@ class DiscoveryWalk:
 
     def _late(self) -> bool:
         return time.monotonic() > self.deadline
+
+
+def _same_view(a: PageScan, b: PageScan) -> bool:
+    return (a.title, [g.signature() for g in a.groups], a.cards, [x["name"] for x in a.page_buttons]) == (
+        b.title, [g.signature() for g in b.groups], b.cards, [x["name"] for x in b.page_buttons])
 
 
 def _link_priority(link: dict[str, str]) -> int:
