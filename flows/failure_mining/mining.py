@@ -410,13 +410,16 @@ def write_frame(lake: Lake, table: str, frame: pl.DataFrame, run_id: str, batch:
 
 
 def _write_batch(lake: Lake, out: dict[str, pl.DataFrame], run_id: str, batch: str) -> None:
+    """The batch's rows keyed by detector version and trajectories, not by run: a run killed between these
+    commits leaves the batch pending, and the re-run's same batch replaces what it had landed."""
     for table in ("failures", "step_rewards", "failure_seeds", "mined"):  # mined last: it commits the batch
-        write_frame(lake, table, out[table], run_id, batch)
+        write_frame(lake, table, out[table], f"mine-{DETECTOR_VERSION}", batch)
 
 
 def _batch_name(index: int, trajectory_ids: pl.Series) -> str:
-    """Names differ when the trajectories differ, so a retried run never overwrites another batch."""
-    return f"mine{index:04d}-{trajectory_ids.hash().sum() % 10**10:010d}"
+    """Named by its trajectories alone (not its place in the run), so a re-run's batch of the same
+    trajectories replaces a killed run's rows, and batches of other trajectories never overwrite it."""
+    return f"mine-{trajectory_ids.hash().sum() % 10**10:010d}"
 
 
 # ---- the run ----------------------------------------------------------------------------------------------
