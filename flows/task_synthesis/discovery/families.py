@@ -32,7 +32,7 @@ from verifier_templates.base import Evidence, normalise
 VERSION = "discovery-1"
 REPLAY_SKILL = "replay_ui"
 GENERIC_BUTTONS = {"", "submit", "ok", "save", "send", "go", "continue", "next", "done", "apply", "confirm", "finish", "enter", "add"}
-MULTI_SHARE = 0.34  # of the candidates drawn, at least this share chains steps
+MULTI_SHARE = 0.4  # of the candidates drawn, at least this share chains steps (the gate rejects more chains than single steps)
 
 
 def quote(value: Any) -> str:
@@ -94,9 +94,11 @@ def _items_verifier(t: Transition) -> tuple[str, dict[str, Any], list[str]] | No
     """For a step on one record of a state that is lists of plain values (a card dragged on a board or a
     sortable list): the card now in another list (move), at another place in its list (reorder), or
     gone (delete) — checked on the manifest's state read as items (state.items_expression)."""
-    if t.diff.items is None or not t.item or not _manifest_expression(t):
+    if t.diff.items is None or not _manifest_expression(t):
         return None
     before, after = t.diff.items
+    if not t.item:
+        return _item_added_or_removed(t, before, after)
     text = _state_text(t.item, before) or _state_text(t.item, after)
     if text is None:
         return None
@@ -135,6 +137,26 @@ def _items_verifier(t: Transition) -> tuple[str, dict[str, Any], list[str]] | No
     if family == "reorder":
         t.to = t.to or t.heading
     return family, v, [t.item] + ([t.to] if t.to and family != "delete" else [])
+
+
+def _item_added_or_removed(t: Transition, before: list[dict], after: list[dict]) -> tuple[str, dict[str, Any], list[str]] | None:
+    """A press that adds one item to a list (or takes one away): checked by that list's count of the item."""
+    def tally(items: list[dict]) -> Counter:
+        return Counter((r["list"], normalise(r.get("text", ""))) for r in items)
+
+    was, now = tally(before), tally(after)
+    up, down = now - was, was - now
+    if len(up) + len(down) != 1 or sum((up + down).values()) != 1:
+        return None
+    ((lst, said),) = (up or down).keys()
+    text = next(r["text"] for r in (after if up else before) if r["list"] == lst and normalise(r.get("text", "")) == said)
+    where = {"text": text, "list": lst}
+    v = {"template": "js_state_matches", "params": {"expression": items_expression(_manifest_expression(t)), "where": where,
+                                                     "count": sum(1 for r in after if js_state_matches.matches(r, where))}}
+    p = v["params"]
+    if js_state_matches.judge(Evidence({}, {"state": before}), p).passed or not js_state_matches.judge(Evidence({}, {"state": after}), p).passed:
+        return None
+    return ("create" if up else "delete"), v, []
 
 
 def _state_text(shown: str, items: list[dict[str, Any]]) -> str | None:
