@@ -191,9 +191,10 @@ def _stored_verifier(t: Transition, named: tuple[str, ...]) -> tuple[str, dict[s
     d = t.diff
     if d.manifest is not None:
         expr = _manifest_expression(t)
-        found = expr and js_state_matches.from_change(d.manifest[0], d.manifest[1], expr, named)
+        found = expr and (_document_change(d.manifest[0], d.manifest[1], expr)
+                          or js_state_matches.from_change(d.manifest[0], d.manifest[1], expr, named))
         if found and _names_typed(found[1], named):
-            return found[0], found[1], _checked_values(found[1])
+            return found[0], found[1], _checked_values(found[1]) or [v for v in named if v]
     for key, (before, after) in sorted(d.storage.items()):
         path = records_path(after) if after is not None else records_path(before)
         expr = storage_expression(key, path or []) if path is not None else ""
@@ -203,6 +204,35 @@ def _stored_verifier(t: Transition, named: tuple[str, ...]) -> tuple[str, dict[s
         if found and _names_typed(found[1], named):
             return found[0], found[1], _checked_values(found[1])
     return None
+
+
+MAX_DOCUMENT_CHANGES = 12  # more changed leaves than this is not one step a request can name
+
+
+def _document_change(before: Any, after: Any, expression: str) -> tuple[str, dict[str, Any], str] | None:
+    """For a state that is one document (an object, not a list of records): the leaves the step set,
+    and those it removed (checked as absent). A flag flipped is a toggle, leaves only added a create,
+    leaves only removed a delete, anything else an update."""
+    if not isinstance(before, dict) or not isinstance(after, dict):
+        return None
+    a, b = js_state_matches._flat(before), js_state_matches._flat(after)
+    changed = {k: v for k, v in b.items() if k not in a or a[k] != v}
+    removed = {k: None for k in a if k not in b and a[k] is not None}
+    where = changed | removed
+    if not where or len(where) > MAX_DOCUMENT_CHANGES:
+        return None
+    if removed and not changed:
+        family = "delete"
+    elif not removed and all(k not in a for k in changed):
+        family = "create"
+    elif not removed and all(isinstance(v, bool) for v in changed.values()):
+        family = "toggle"
+    else:
+        family = "update"
+    params = {"expression": expression, "where": where, "count": 1}
+    if js_state_matches.judge(Evidence({}, {"state": before}), params).passed or not js_state_matches.judge(Evidence({}, {"state": after}), params).passed:
+        return None
+    return family, {"template": "js_state_matches", "params": params}, f"set {where}"
 
 
 def _spaced(value: str) -> str:
@@ -221,10 +251,15 @@ def _at(value: Any, path: list[Any] | None) -> Any:
 
 
 def _names_typed(verifier: dict[str, Any], typed: tuple[str, ...]) -> bool:
+    """The verifier checks a value the request names: a typed value, or (for a record acted on, "boolean:
+    true" in a tree) a word of its name among the fields it checks."""
     if not typed:
         return True
     shown = json.dumps(verifier["params"].get("where", {}), ensure_ascii=False).casefold()
-    return any(v.casefold() in shown for v in typed if len(v) >= 2)
+    if any(v.casefold() in shown for v in typed if len(v) >= 2):
+        return True
+    words = {w for v in typed for w in re.findall(r"[^\W_]{3,}", v.casefold())}
+    return any(w in k.casefold().split(".") for k in verifier["params"].get("where", {}) for w in words)
 
 
 def _checked_values(verifier: dict[str, Any]) -> list[str]:
@@ -429,6 +464,9 @@ def _request(fam: Family, values: list[str], item: str, slots: dict[str, str] | 
         return _sentence(f"move {quote(item)} to {quote(dest)}")
     if name == "toggle":
         where_ = fam.verifier["params"].get("where", {})
+        flags = [k for k, v in where_.items() if isinstance(v, bool)]
+        if "checked" not in where_ and len(flags) == 1:  # a document's flag: say which and to what
+            return _sentence(f"set {quote(flags[0])} to {str(where_[flags[0]]).lower()}")
         checked = where_.get("checked", next((v for v in where_.values() if isinstance(v, bool)), None))
         return _sentence(f"{'check off' if checked else 'uncheck'} {quote(item)}")
     if name == "update" and item and slots:
