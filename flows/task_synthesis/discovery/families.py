@@ -258,7 +258,7 @@ def _names_typed(verifier: dict[str, Any], typed: tuple[str, ...]) -> bool:
     shown = json.dumps(verifier["params"].get("where", {}), ensure_ascii=False).casefold()
     if any(v.casefold() in shown for v in typed if len(v) >= 2):
         return True
-    words = {w for v in typed for w in re.findall(r"[^\W_]{3,}", v.casefold())}
+    words = {w for v in typed for w in re.findall(r"[^\W_]+", v.casefold())}
     return any(w in k.casefold().split(".") for k in verifier["params"].get("where", {}) for w in words)
 
 
