@@ -132,14 +132,14 @@ class DiscoveryWalk:
                 self._item_step(path, ctl, page)
         if scan.records and not any(t.made_by for t in self.transitions):
             self._on_record(path, page, scan.records[0], scan)
+        if scan.cards and len(scan.zones) > 1:  # a board: its cards move before its page buttons are pressed
+            self._drags(path, scan, page)
         for button in scan.page_buttons:
             if self._late():
                 return
             if self.manifest.sensitive_kind(button["name"]):
                 continue
             self._press_step(path, button, page)
-        if scan.cards and len(scan.zones) > 1:
-            self._drags(path, scan, page)
 
     # ---- steps ------------------------------------------------------------------------------------
     def _group_step(self, path: list[dict], group: Group, kind: str, page: str, heading: str = "", button: str = "") -> Transition | None:
