@@ -27,6 +27,7 @@ MAX_PAGES = 5
 MAX_DRAG_SOURCES = 6  # lists whose first card is dragged to every other list
 MAX_DRAG_TARGETS = 3  # the nearest other lists each is dragged to
 MAX_MENU_ENTRIES = 6  # entries of a record's menu pressed, each from a reset
+MAX_IN_PAGE_LINKS = 8  # links to places in the page pressed like buttons
 MAX_FORM_STEPS = 3  # groups walked in a row when a press reveals another (wizards, modals)
 MAKING_LINKS = re.compile(r"\b(add|new|create|compose|write|register)\b", re.I)
 ACCOUNT_LINKS = re.compile(r"log.?out|sign.?out|password|logout", re.I)  # would end or change the walk's session
@@ -134,7 +135,7 @@ class DiscoveryWalk:
             self._on_record(path, page, scan.records[0], scan)
         if scan.cards and len(scan.zones) > 1:  # a board: its cards move before its page buttons are pressed
             self._drags(path, scan, page)
-        for button in scan.page_buttons:
+        for button in scan.page_buttons + _in_page_links(scan):
             if self._late():
                 return
             if self.manifest.sensitive_kind(button["name"]):
@@ -441,6 +442,15 @@ class DiscoveryWalk:
 
     def _late(self) -> bool:
         return time.monotonic() > self.deadline
+
+
+def _in_page_links(scan: PageScan) -> list[dict[str, Any]]:
+    """Links to a place in the page ("#next", "#finish") that scripts answer: a wizard's Next and Finish,
+    a tab, a menu entry. A person presses them like buttons."""
+    names = [link["name"] for link in scan.links]
+    return [{"name": link["name"], "target": {"role": "link", "name": link["name"]}} for link in scan.links
+            if link["href"].startswith("#") and not link["href"].startswith("#/") and len(link["href"]) > 1
+            and names.count(link["name"]) == 1 and len(link["name"]) < 40][:MAX_IN_PAGE_LINKS]
 
 
 def _same_view(a: PageScan, b: PageScan) -> bool:
