@@ -117,8 +117,7 @@ def pending_trajectories(
                    FROM tasks),
              located AS ({located})
         SELECT t.trajectory_id, t.task_id, t.sandbox, t.policy, t.num_steps, v.verdict, r.reference_len,
-               -- older trajectory files have no instruction column: read it by name, else the task's
-               coalesce(json_extract_string(to_json(t), '$.instruction'), r.task_instruction) AS instruction,
+               coalesce({{instruction}}, r.task_instruction) AS instruction,
                located.file, located.last_file, located.files
         FROM trajectories t LEFT JOIN v USING (trajectory_id) LEFT JOIN r USING (task_id)
              LEFT JOIN located USING (trajectory_id)
@@ -135,7 +134,10 @@ def pending_trajectories(
         params["files"] = files
     con = lake.connect()
     try:
-        return con.sql(sql, params=params).pl()
+        # a lake whose trajectory files all predate the instruction column has none: the task's then
+        names = con.sql("SELECT * FROM trajectories LIMIT 0").columns
+        instruction = "t.instruction" if "instruction" in names else "NULL"
+        return con.sql(sql.replace("{instruction}", instruction), params=params).pl()
     finally:
         con.close()
 
