@@ -36,7 +36,7 @@ from flows.failure_mining.rewards import DEFAULT_WEIGHTS, RewardWeights, step_re
 from lake import Lake, utcnow
 from lake.schemas import schema_for
 
-DETECTOR_VERSION = "mining-2"
+DETECTOR_VERSION = "mining-3"
 BATCH_STEPS = 2_000_000
 _SAFE = re.compile(r"[^A-Za-z0-9_.=-]+")
 # Per trajectory in `mined.undecidable_json`: each check's undecidable cases, and the steps missing a screen.
