@@ -32,7 +32,7 @@ from deltalake import DeltaTable, write_deltalake
 from deltalake.exceptions import CommitFailedError, TableNotFoundError
 
 from lake.conform import conform_table
-from lake.schemas import LATEST_BY_KEY, TABLES, duckdb_type, json_columns, schema_for
+from lake.schemas import LATEST_BY_KEY, RENAMED_JSON_KEYS, TABLES, duckdb_type, json_columns, schema_for
 
 _SAFE = re.compile(r"[^A-Za-z0-9_.=-]+")
 BATCH_KEY = "_batch_key"  # hidden column: the (run, batch) a row was written by
@@ -370,7 +370,7 @@ class Lake:
             schema = TABLES[table]
             raw = f"{table}_history" if table in LATEST_BY_KEY else table
             files = self.files(table)
-            typed = ", ".join(f"TRY_CAST({c} AS JSON) AS {c}" for c in json_columns(table))
+            typed = ", ".join(f"TRY_CAST({_renamed_keys(table, c)} AS JSON) AS {c}" for c in json_columns(table))
             replace = f" REPLACE ({typed})" if typed else ""
             if files and not self.remote:
                 listed = ", ".join("'" + f.as_posix().replace("'", "''") + "'" for f in files)
@@ -388,6 +388,15 @@ class Lake:
                     f"QUALIFY row_number() OVER (PARTITION BY {key} ORDER BY {order} DESC) = 1"
                 )
         return stmts
+
+
+def _renamed_keys(table: str, column: str) -> str:
+    """The column with its renamed JSON keys (lake.schemas.RENAMED_JSON_KEYS) spelt the new way; JSON text escapes
+    quotes inside strings, so `"old":` matches only a key."""
+    expr = column
+    for old, new in RENAMED_JSON_KEYS.get((table, column), {}).items():
+        expr = f"replace({expr}, '\"{old}\":', '\"{new}\":')"
+    return expr
 
 
 def _batch_key(run_id: str, batch: str | int) -> str:

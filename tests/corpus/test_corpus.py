@@ -10,6 +10,7 @@ import json
 import os
 import tomllib
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -28,6 +29,8 @@ EXCLUDED = ("todomvc", "flaskr", "qwen")
 # meets the thresholds then fails here until it is taken off this list.
 YIELD_PENDING = set(APPS)
 RUN_PENDING = os.environ.get("FLYWHEEL_CORPUS_PENDING") == "run"
+# What explore's discovery walk must do on an app of each shape: drag on a board, fill and submit a form.
+WALK_DOES = {"html5sortable": "drag", "dragula": "drag", "vue-kanban": "drag", "django-admin": "form", "radicale": "form"}
 # Synthesis and exploration sizes for CI (bench/foreign.py runs the full sizes).
 COUNT, STEPS, MINUTES = 30, 80, 1.0
 
@@ -105,8 +108,39 @@ def test_synthesis_and_exploration_yield_what_the_done_when_asks(name, prefect_h
     print(f"{name}: {got.verified} verified of {got.candidates}, families {dict(got.families)}, "
           f"multi-step {got.multi_step_share:.0%}, rejected {dict(got.rejected)}, notes {got.notes}")
     assert not got.errors, got.errors
+    if name in WALK_DOES:
+        assert got.walk_kinds[WALK_DOES[name]] > 0, f"{name}: explore's walk did no {WALK_DOES[name]} step: {dict(got.walk_kinds)}"
     if got.verified < 20:
         assert got.notes, f"{name}: few pairs ({got.verified}) and no note saying which discovery step found nothing"
     assert got.duplicates == 0, "no two verified pairs with the same request and verifier"
     assert got.verified >= 20 and len(got.families) >= 4 and got.multi_step_share >= 0.25, (
         f"{name}: {got.verified} verified over {len(got.families)} families, {got.multi_step_share:.0%} multi-step")
+
+
+@pytest.mark.browser
+def test_explore_walks_a_board_by_dragging_cards_to_other_lists(chromium):
+    """explore's discovery walk on a board no one here wrote (html5sortable's demo, native HTML5 drag and
+    drop): it drags cards, and the drags it records change the app's state."""
+    from flows.exploration.coverage import AppAreas
+    from flows.exploration.exploration import walk_transitions
+    from flows.task_synthesis.discovery.page_scan import scan_page
+    from flows.task_synthesis.discovery.walk import DiscoveryWalk
+    from sandboxes.drivers import open_driver
+
+    manifest = fetched("html5sortable")
+
+    def run():
+        with open_driver(manifest, browser_endpoint=chromium) as driver:
+            walk = DiscoveryWalk(driver, manifest, 0, max_seconds=600)  # bounded by the two lists, not by time
+            walk._reset()
+            path = [{"action": "goto", "url": manifest.start.home_path}]
+            walk._do(path)
+            scan = scan_page(driver)
+            scan.zones = scan.zones[:2]  # the page's first two lists: each one's card to the other, and a reorder in each
+            walk._drags(path, scan, manifest.start.home_path)
+            return walk.transitions
+
+    rows = walk_transitions(SimpleNamespace(transitions=in_own_thread(run)), AppAreas(None))
+    drags = [r for r in rows if r.submit == "drag"]
+    assert drags and all(r.actions[-1]["action"] == "left_click_drag" for r in drags)
+    assert any(r.changed_state for r in drags), [r.to_row("run", "x", None)["diff_json"] for r in drags]

@@ -18,16 +18,21 @@ from urllib.parse import parse_qsl, urlsplit
 
 from flows.exploration.reverse import _table_verifier
 from flows.task_synthesis.discovery.fill import fill_action
-from flows.task_synthesis.discovery.state import RECORDS_JS, records_path, storage_expression
+from flows.task_synthesis.discovery.state import (
+    RECORDS_JS,
+    items_expression,
+    records_path,
+    storage_expression,
+)
 from flows.task_synthesis.discovery.walk import Transition, WalkResult
 from flows.task_synthesis.task_spec import TaskSpec
 from verifier_templates import js_state_matches
-from verifier_templates.base import Evidence
+from verifier_templates.base import Evidence, normalise
 
 VERSION = "discovery-1"
 REPLAY_SKILL = "replay_ui"
 GENERIC_BUTTONS = {"", "submit", "ok", "save", "send", "go", "continue", "next", "done", "apply", "confirm", "finish", "enter", "add"}
-MULTI_SHARE = 0.34  # of the candidates drawn, at least this share chains steps
+MULTI_SHARE = 0.4  # of the candidates drawn, at least this share chains steps (the gate rejects more chains than single steps)
 
 
 def quote(value: Any) -> str:
@@ -74,12 +79,96 @@ def verifier_for(t: Transition, initial_records: list[dict]) -> tuple[str, dict[
         found = _table_verifier(table, change, said)
         if found:
             return found[0], found[1], list(typed) or [str(v) for v in found[1]["params"].get("where", {}).values()]
+    items = _items_verifier(t)
+    if items:
+        return items
     records = _records_verifier(t)
     named = typed or ((t.item,) if t.item else ())
     stored = _stored_verifier(t, named)
     if stored and records:  # what the app keeps outlives a reload; the page's lists say what kind of change it was
         return records[0], stored[1], records[2]
     return stored or records or _shown_or_searched(t, typed)
+
+
+def _items_verifier(t: Transition) -> tuple[str, dict[str, Any], list[str]] | None:
+    """For a step on one record of a state that is lists of plain values (a card dragged on a board or a
+    sortable list): the card now in another list (move), at another place in its list (reorder), or
+    gone (delete) — checked on the manifest's state read as items (state.items_expression)."""
+    if t.diff.items is None or not _manifest_expression(t):
+        return None
+    before, after = t.diff.items
+    if not t.item:
+        return _item_added_or_removed(t, before, after)
+    text = _state_text(t.item, before) or _state_text(t.item, after)
+    if text is None:
+        return None
+    same = normalise(text)
+
+    def places(items: list[dict[str, Any]]) -> dict[str, list[int]]:
+        out: dict[str, list[int]] = {}
+        for r in items:
+            if normalise(r.get("text", "")) == same:
+                out.setdefault(r["list"], []).append(r["at"])
+        return out
+
+    was, now = places(before), places(after)
+    expr = items_expression(_manifest_expression(t))
+
+    def check(where: dict[str, Any]) -> dict[str, Any]:
+        n = sum(1 for r in after if js_state_matches.matches(r, where))
+        return {"template": "js_state_matches", "params": {"expression": expr, "where": where, "count": n}}
+
+    gained = [lst for lst in now if len(now[lst]) > len(was.get(lst, []))]
+    lost = [lst for lst in was if len(was[lst]) > len(now.get(lst, []))]
+    moved = [lst for lst in now if lst in was and len(now[lst]) == 1 == len(was[lst]) and now[lst] != was[lst]]
+    if len(gained) == 1:  # moved or copied to one other list
+        family, v = "move", check({"text": text, "list": gained[0]})
+    elif len(lost) == 1 and not gained:
+        family, v = "delete", check({"text": text, "list": lost[0]})
+    elif not gained and not lost and len(moved) == 1:
+        family, v = "reorder", check({"text": text, "list": moved[0], "at": now[moved[0]][0]})
+    else:
+        return None
+    p = v["params"]
+    holds = (js_state_matches.judge(Evidence({}, {"state": after}), p).passed
+             and not js_state_matches.judge(Evidence({}, {"state": before}), p).passed)
+    if not holds:
+        return None
+    if family == "reorder":
+        t.to = t.to or t.heading
+    return family, v, [t.item] + ([t.to] if t.to and family != "delete" else [])
+
+
+def _item_added_or_removed(t: Transition, before: list[dict], after: list[dict]) -> tuple[str, dict[str, Any], list[str]] | None:
+    """A press that adds one item to a list (or takes one away): checked by that list's count of the item."""
+    def tally(items: list[dict]) -> Counter:
+        return Counter((r["list"], normalise(r.get("text", ""))) for r in items)
+
+    was, now = tally(before), tally(after)
+    up, down = now - was, was - now
+    if len(up) + len(down) != 1 or sum((up + down).values()) != 1:
+        return None
+    ((lst, said),) = (up or down).keys()
+    text = next(r["text"] for r in (after if up else before) if r["list"] == lst and normalise(r.get("text", "")) == said)
+    where = {"text": text, "list": lst}
+    v = {"template": "js_state_matches", "params": {"expression": items_expression(_manifest_expression(t)), "where": where,
+                                                     "count": sum(1 for r in after if js_state_matches.matches(r, where))}}
+    p = v["params"]
+    if js_state_matches.judge(Evidence({}, {"state": before}), p).passed or not js_state_matches.judge(Evidence({}, {"state": after}), p).passed:
+        return None
+    return ("create" if up else "delete"), v, []
+
+
+def _state_text(shown: str, items: list[dict[str, Any]]) -> str | None:
+    """The state's text for a card the page shows as `shown`: the same text, else the one item whose
+    text holds it (a handle's glyph or a badge the page scan left out)."""
+    want = normalise(shown)
+    texts = {r.get("text", "") for r in items}
+    exact = [x for x in texts if normalise(x) == want]
+    if exact:
+        return exact[0]
+    holding = [x for x in texts if want and want in normalise(x) and len(x) <= len(shown) + 8]
+    return holding[0] if len(holding) == 1 else None
 
 
 def _shown_or_searched(t: Transition, typed: tuple[str, ...]) -> tuple[str, dict[str, Any], list[str]] | None:
@@ -102,9 +191,10 @@ def _stored_verifier(t: Transition, named: tuple[str, ...]) -> tuple[str, dict[s
     d = t.diff
     if d.manifest is not None:
         expr = _manifest_expression(t)
-        found = expr and js_state_matches.from_change(d.manifest[0], d.manifest[1], expr, named)
+        found = expr and (_document_change(d.manifest[0], d.manifest[1], expr)
+                          or js_state_matches.from_change(d.manifest[0], d.manifest[1], expr, named))
         if found and _names_typed(found[1], named):
-            return found[0], found[1], _checked_values(found[1])
+            return found[0], found[1], _checked_values(found[1]) or [v for v in named if v]
     for key, (before, after) in sorted(d.storage.items()):
         path = records_path(after) if after is not None else records_path(before)
         expr = storage_expression(key, path or []) if path is not None else ""
@@ -114,6 +204,35 @@ def _stored_verifier(t: Transition, named: tuple[str, ...]) -> tuple[str, dict[s
         if found and _names_typed(found[1], named):
             return found[0], found[1], _checked_values(found[1])
     return None
+
+
+MAX_DOCUMENT_CHANGES = 12  # more changed leaves than this is not one step a request can name
+
+
+def _document_change(before: Any, after: Any, expression: str) -> tuple[str, dict[str, Any], str] | None:
+    """For a state that is one document (an object, not a list of records): the leaves the step set,
+    and those it removed (checked as absent). A flag flipped is a toggle, leaves only added a create,
+    leaves only removed a delete, anything else an update."""
+    if not isinstance(before, dict) or not isinstance(after, dict):
+        return None
+    a, b = js_state_matches._flat(before), js_state_matches._flat(after)
+    changed = {k: v for k, v in b.items() if k not in a or a[k] != v}
+    removed = {k: None for k in a if k not in b and a[k] is not None}
+    where = changed | removed
+    if not where or len(where) > MAX_DOCUMENT_CHANGES:
+        return None
+    if removed and not changed:
+        family = "delete"
+    elif not removed and all(k not in a for k in changed):
+        family = "create"
+    elif not removed and all(isinstance(v, bool) for v in changed.values()):
+        family = "toggle"
+    else:
+        family = "update"
+    params = {"expression": expression, "where": where, "count": 1}
+    if js_state_matches.judge(Evidence({}, {"state": before}), params).passed or not js_state_matches.judge(Evidence({}, {"state": after}), params).passed:
+        return None
+    return family, {"template": "js_state_matches", "params": params}, f"set {where}"
 
 
 def _spaced(value: str) -> str:
@@ -132,10 +251,15 @@ def _at(value: Any, path: list[Any] | None) -> Any:
 
 
 def _names_typed(verifier: dict[str, Any], typed: tuple[str, ...]) -> bool:
+    """The verifier checks a value the request names: a typed value, or (for a record acted on, "boolean:
+    true" in a tree) a word of its name among the fields it checks."""
     if not typed:
         return True
     shown = json.dumps(verifier["params"].get("where", {}), ensure_ascii=False).casefold()
-    return any(v.casefold() in shown for v in typed if len(v) >= 2)
+    if any(v.casefold() in shown for v in typed if len(v) >= 2):
+        return True
+    words = {w for v in typed for w in re.findall(r"[^\W_]+", v.casefold())}
+    return any(w in k.casefold().split(".") for k in verifier["params"].get("where", {}) for w in words)
 
 
 def _checked_values(verifier: dict[str, Any]) -> list[str]:
@@ -279,6 +403,34 @@ def instance(fam: Family, rng: random.Random, fresh: bool) -> Instance | None:
     return Instance(fam, _request(fam, values, t.item, slots), [], None, t.path + actions, verifier, values, t.item)
 
 
+def _substitute_card(value: Any, swaps: dict[str, str]) -> Any:
+    """The verifier with another card: in a record check only its text changes (a list or a place that
+    happens to read like the card, "1" in a grid of "1".."5", stays), and expressions never do."""
+    if isinstance(value, dict):
+        out = {}
+        for k, v in value.items():
+            if k == "where" and isinstance(v, dict):
+                out[k] = {kk: _substitute(vv, swaps) if kk == "text" else vv for kk, vv in v.items()}
+            else:
+                out[k] = v if k == "expression" else _substitute_card(v, swaps)
+        return out
+    if isinstance(value, list):
+        return [_substitute_card(v, swaps) for v in value]
+    return _substitute(value, swaps)
+
+
+def _placed_lists(verifier: dict[str, Any]) -> set[tuple[str, str]]:
+    """(expression, list) of every check on a card's place in a list: two steps that reorder one list move
+    each other's cards."""
+    out: set[tuple[str, str]] = set()
+    p = verifier.get("params", {})
+    if "at" in p.get("where", {}):
+        out.add((p.get("expression", ""), str(p["where"].get("list"))))
+    for c in p.get("checks", []):
+        out |= _placed_lists(c)
+    return out
+
+
 def _drag_instance(fam: Family, rng: random.Random, fresh: bool) -> Instance | None:
     t = fam.transition
     card = t.item
@@ -290,7 +442,7 @@ def _drag_instance(fam: Family, rng: random.Random, fresh: bool) -> Instance | N
     swaps = {t.item: card} if card != t.item else {}
     act = copy.deepcopy(t.actions)
     act[0]["target"] = {"text": card}
-    verifier = _substitute(fam.verifier, swaps)
+    verifier = _substitute_card(fam.verifier, swaps)
     return Instance(fam, _request(fam, [card, t.to], card), [], None, t.path + act, verifier, [card, t.to], card)
 
 
@@ -302,11 +454,19 @@ def _clean(label: str) -> str:
 def _request(fam: Family, values: list[str], item: str, slots: dict[str, str] | None = None) -> str:
     t, name = fam.transition, fam.name
     where = _clean(t.heading)
+    if name == "reorder":
+        where_ = fam.verifier["params"].get("where", {})
+        at = where_.get("at")
+        place = f"position {at + 1}" if isinstance(at, int) else "another place"
+        return _sentence(f"move {quote(item)} to {place}" + (f" in {quote(where or _clean(t.to))}" if where or t.to else ""))
     if name == "move":
         dest = _clean(t.to) or (values[1] if len(values) > 1 else "")
         return _sentence(f"move {quote(item)} to {quote(dest)}")
     if name == "toggle":
         where_ = fam.verifier["params"].get("where", {})
+        flags = [k for k, v in where_.items() if isinstance(v, bool)]
+        if "checked" not in where_ and len(flags) == 1:  # a document's flag: say which and to what
+            return _sentence(f"set {quote(flags[0])} to {str(where_[flags[0]]).lower()}")
         checked = where_.get("checked", next((v for v in where_.values() if isinstance(v, bool)), None))
         return _sentence(f"{'check off' if checked else 'uncheck'} {quote(item)}")
     if name == "update" and item and slots:
@@ -346,6 +506,8 @@ def chain(first: Instance, second: Instance) -> Instance | None:
     if first.setup or second.setup:
         return None
     if set(first.values) & set(second.values):
+        return None
+    if _placed_lists(first.verifier) & _placed_lists(second.verifier):
         return None
     req = _sentence(f"{_lower_first(first.request)}, then {_lower_first(second.request)}")
     verifier = {"template": "all_of", "params": {"checks": [first.verifier, second.verifier]}}

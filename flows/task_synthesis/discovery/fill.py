@@ -34,6 +34,9 @@ def value_for_field(field: FieldInfo, rng: random.Random, app_values: list[str] 
         if options:
             return rng.choice(options)["value"]
     ty, col = field.type, column_of(field)
+    shaped = _like_current(field.value, rng) if ty in ("text", "search", "textarea", "") and not field.pattern else None
+    if shaped is not None:  # a filled field's value says what the app takes there (a colour, a number, a date)
+        return shaped
     if ty in ("date", "datetime-local", "month", "week", "time"):
         return _temporal(ty, field, rng)
     if ty in ("number", "range"):
@@ -57,6 +60,36 @@ def value_for_field(field: FieldInfo, rng: random.Random, app_values: list[str] 
     if field.minlength and len(text) < field.minlength:
         text = (text + " " + "x" * field.minlength)[: max(field.minlength, len(text))]
     return text
+
+
+_HEX = re.compile(r"(#?)([0-9A-Fa-f]{3}|[0-9A-Fa-f]{6}|[0-9A-Fa-f]{8})")
+_INT = re.compile(r"-?\d{1,6}")
+_DECIMAL = re.compile(r"-?\d{1,6}\.(\d{1,4})")
+_ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
+def _like_current(value: str, rng: random.Random) -> str | None:
+    """Another value of the shape the field holds now, or None when its value has no recognisable shape
+    (empty, or words: those get words). A hex colour stays a hex colour of the same width and case, a
+    whole number stays a whole number of about its size, a decimal keeps its places, a date stays a date."""
+    v = value.strip()
+    if not v:
+        return None
+    if _INT.fullmatch(v):
+        n = int(v)
+        hi = 255 if 0 <= n <= 255 else 100 if 0 <= n <= 100 else max(abs(n) * 2, 10)
+        lo = 0 if n >= 0 else -hi
+        return str(rng.choice([k for k in range(lo, hi + 1) if k != n] or [n + 1]))
+    if m := _DECIMAL.fullmatch(v):
+        places, n = len(m.group(1)), float(v)
+        hi = 1.0 if 0 <= n <= 1 else abs(n) * 2 or 1.0
+        return f"{rng.uniform(0, hi):.{places}f}"
+    if (m := _HEX.fullmatch(v)) and (m.group(1) or any(c.isdigit() for c in v) and any(c.isalpha() for c in v)):
+        digits = "".join(rng.choice("0123456789ABCDEF") for _ in m.group(2))
+        return m.group(1) + (digits.lower() if m.group(2).islower() else digits)
+    if _ISO_DATE.fullmatch(v):
+        return f"{v[:4]}-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}"
+    return None
 
 
 def _number(field: FieldInfo, rng: random.Random) -> str:

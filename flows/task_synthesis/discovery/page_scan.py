@@ -16,7 +16,10 @@ SCAN_JS = r"""(() => {
     if (s.display === 'none' || s.visibility === 'hidden') return false;
     const r = el.getBoundingClientRect(); return r.width > 0 && r.height > 0 && !el.closest('[aria-hidden="true"],[hidden]'); };
   const squash = t => (t || '').replace(/\s+/g, ' ').trim();
-  const text = el => squash(el.innerText || el.textContent);
+  // innerText leaves hidden parts out but applies CSS text-transform, which accessible names do not: the
+  // DOM's own case when the two differ only in case (a label styled uppercase is still named "hex")
+  const text = el => { const shown = squash(el.innerText), raw = squash(el.textContent);
+    return shown.toLowerCase() === raw.toLowerCase() ? raw : (shown || raw); };
   const realLabel = el => {
     if (el.getAttribute('aria-label')) return squash(el.getAttribute('aria-label'));
     const by = el.getAttribute('aria-labelledby');
@@ -64,6 +67,8 @@ SCAN_JS = r"""(() => {
       let sib = up.previousElementSibling;
       for (let j = 0; sib && j < 3; sib = sib.previousElementSibling, j++) {
         if (/^H[1-6]$/.test(sib.tagName) || sib.tagName === 'LEGEND' || sib.tagName === 'HEADER' || /title|header|heading/i.test(sib.className)) { const t = text(sib); if (t && t.length < 60) return t; }
+        const inner = sib.querySelector && sib.querySelector('h1, h2, h3, h4, h5, h6, legend');  // a column beside it that starts with a heading
+        if (inner && text(inner) && text(inner).length < 60) return text(inner);
       }
       const h = up.querySelector && up.querySelector(':scope > h1, :scope > h2, :scope > h3, :scope > h4, :scope > legend, :scope > header');
       if (h && h !== el && text(h).length < 60) return text(h);
@@ -117,6 +122,10 @@ SCAN_JS = r"""(() => {
   const pageButtons = buttons.filter(b => !claimed.has(b) && !itemOf(b)).map(b => ({name: nameOf(b), target: target(b)})).filter(b => b.target && b.name);
   // drag: HTML5 draggables, and cards of lists that drag libraries move (siblings alike inside like containers)
   let cards = [...document.querySelectorAll('[draggable=true]')].filter(vis);
+  cards = cards.filter(c => !cards.some(o => o !== c && o.contains(c)));  // a draggable inside a draggable card is part of it
+  // a draggable part (a handle, a label) alone in a list item: the item is the card
+  cards = [...new Set(cards.map(c => { const it = c.parentElement && c.parentElement.closest('li, [role=option], [role=listitem]');
+    return it && it !== c && it.querySelectorAll('[draggable=true]').length === 1 ? it : c; }))];
   const like = el => el.tagName + '.' + [...el.classList].sort().join('.');
   const cls = el => typeof el.className === 'string' ? el.className : '';
   if (!cards.length) {  // mouse-driven drag libraries: cards of like containers, named like cards
@@ -139,8 +148,15 @@ SCAN_JS = r"""(() => {
   const zones = [...zoneSet].map(z => {
     const mine = cards.filter(c => c.parentElement === z), role = zoneRole(z);
     const peers = role ? [...document.querySelectorAll(role === implicit[z.tagName] ? z.tagName : '[role="' + role + '"]')].filter(vis) : [];
-    const drop = mine.length ? {text: itemText(mine[mine.length - 1])} : (role ? (peers.indexOf(z) ? {role, nth: peers.indexOf(z)} : {role}) : null);
-    return {heading: heading(z), cards: mine.map(itemText).filter(Boolean), drop};
+    // cards a text target finds: a whole text (scans cut at 80) whose first card in the page is this one
+    const named = mine.filter(c => { const t = itemText(c); return t && t.length < 80 && cards.find(o => itemText(o) === t) === c; });
+    const whole = it => { const c = it.cloneNode(true); c.querySelectorAll('button, input, select, textarea, [role=button]').forEach(x => x.remove()); return text(c); };
+    const long = mine.filter(c => whole(c).length <= 240 && cards.find(o => whole(o) === whole(c)) === c);  // a long card is still a drop target
+    const drop = named.length ? {text: itemText(named[named.length - 1])} : long.length ? {text: whole(long[long.length - 1])}
+      : (role ? (peers.indexOf(z) ? {role, nth: peers.indexOf(z)} : {role}) : null);
+    const box = z.getBoundingClientRect();
+    return {heading: heading(z), cards: mine.map(itemText).filter(Boolean), named: named.map(itemText), drop,
+      x: Math.round(box.left + scrollX), y: Math.round(box.top + scrollY)};
   }).filter(z => z.heading && z.drop);
   const links = [...document.querySelectorAll('a[href]')].filter(vis).map(a => ({name: text(a) || squash(a.getAttribute('aria-label')), href: a.getAttribute('href')})).filter(l => l.name);
   const records = [...document.querySelectorAll('li, tr, [role=listitem], [role=row], [draggable=true]')].filter(vis).map(it => {

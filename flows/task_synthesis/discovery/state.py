@@ -87,6 +87,23 @@ STORAGE_JS = r"""(async () => {
 })()"""
 
 
+def items_expression(expression: str) -> str:
+    """The state an expression returns, read as items of lists: every array of plain values (card
+    texts, option lists) inside it gives one {list, text, at} per value, its list named by the path to
+    it, with an enclosing record's id, name or title standing for its index. A board or sortable whose
+    state is lists of strings has no record to name, but each card has a list and a place in it."""
+    return (
+        "(() => { const out = []; const squash = v => String(v).replace(/\\s+/g, ' ').trim();"
+        " const nameOf = (x, i) => { for (const k of ['id', 'name', 'title', 'key']) if (x && typeof x[k] === 'string' && x[k].trim()) return x[k].trim(); return String(i); };"
+        " const walk = (v, path) => {"
+        "  if (Array.isArray(v)) {"
+        "   if (v.length && v.every(x => x === null || typeof x !== 'object')) v.forEach((x, i) => out.push({list: path.join('/') || 'list', text: squash(x), at: i}));"
+        "   else v.forEach((x, i) => walk(x, [...path, nameOf(x, i)]));"
+        "  } else if (v && typeof v === 'object') for (const k of Object.keys(v).slice(0, 200)) walk(v[k], [...path, k]); };"
+        f" try {{ walk(({expression}), []); }} catch (e) {{ return null; }} return out; }})()"
+    )
+
+
 def storage_expression(key: str, path: list[Any]) -> str:
     """A JS expression that reads one storage entry (and the records list inside it at `path`)."""
     where, name = key.split(":", 1)
@@ -120,6 +137,7 @@ class Observed:
     storage: dict[str, Any] = field(default_factory=dict)
     manifest: Any = None
     records: list[dict[str, Any]] = field(default_factory=list)
+    items: list[dict[str, Any]] | None = None  # the manifest's state as items of lists (items_expression)
 
 
 @dataclass
@@ -128,6 +146,7 @@ class StateDiff:
     storage: dict[str, tuple[Any, Any]] = field(default_factory=dict)  # key -> (before, after)
     manifest: tuple[Any, Any] | None = None
     records: tuple[list, list] | None = None
+    items: tuple[list, list] | None = None
 
     def __bool__(self) -> bool:
         return bool(self.db or self.storage or self.manifest or self.records)
@@ -143,6 +162,7 @@ class DiscoveredState:
     def __init__(self, manifest: SandboxManifest, driver: Any) -> None:
         self.driver = driver
         self.expression = manifest.state.page_expression()
+        self.items_expression = items_expression(self.expression) if self.expression else ""
         path = getattr(getattr(driver, "app", None), "state_path", None) if manifest.state.kind == "sqlite" else None
         self.sqlite = SqliteState(Path(path)) if path else None
         self.found: dict[str, set[str]] = {}  # source -> what in it changed (tables, keys)
@@ -154,6 +174,7 @@ class DiscoveredState:
         obs.storage = self._js(STORAGE_JS) or {}
         if self.expression:
             obs.manifest = self._js(self.expression)
+            obs.items = self._js(self.items_expression)
         obs.records = self._js(RECORDS_JS) or []
         return obs
 
@@ -174,6 +195,8 @@ class DiscoveredState:
                 self.found.setdefault("storage", set()).add(k)
         if before.manifest != after.manifest:
             d.manifest = (before.manifest, after.manifest)
+            if before.items and after.items and before.items != after.items:
+                d.items = (before.items, after.items)
             self.found.setdefault("manifest expression", set()).add("value")
         if before.records != after.records:
             d.records = (before.records, after.records)

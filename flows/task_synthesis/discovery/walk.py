@@ -24,6 +24,10 @@ from sandboxes.app_process import SandboxError
 from sandboxes.manifest import SandboxManifest
 
 MAX_PAGES = 5
+MAX_DRAG_SOURCES = 6  # lists whose first card is dragged to every other list
+MAX_DRAG_TARGETS = 3  # the nearest other lists each is dragged to
+MAX_MENU_ENTRIES = 6  # entries of a record's menu pressed, each from a reset
+MAX_IN_PAGE_LINKS = 8  # links to places in the page pressed like buttons
 MAX_FORM_STEPS = 3  # groups walked in a row when a press reveals another (wizards, modals)
 MAKING_LINKS = re.compile(r"\b(add|new|create|compose|write|register)\b", re.I)
 ACCOUNT_LINKS = re.compile(r"log.?out|sign.?out|password|logout", re.I)  # would end or change the walk's session
@@ -83,6 +87,7 @@ class DiscoveryWalk:
         self.sign_in: list[dict[str, Any]] = []
         self.rng = random.Random(seed)
         self._page_groups: set[str] = set()
+        self._shown: set[str] = set()  # names of the buttons the page shows before any press
 
     # ---- the walk ---------------------------------------------------------------------------------
     def run(self) -> WalkResult:
@@ -99,6 +104,8 @@ class DiscoveryWalk:
             if not self._do([{"action": "goto", "url": page}]):
                 continue
             scan = scan_page(self.driver)
+            if any(_same_view(scan, s) for s in scans.values()):  # another address of a page seen (/ and /index.html)
+                continue
             scans[page] = scan
             for link in sorted(scan.links, key=_link_priority):
                 target = _same_origin(link["href"], page)
@@ -112,6 +119,7 @@ class DiscoveryWalk:
     def _explore_page(self, page: str, scan: PageScan) -> None:
         path = [{"action": "goto", "url": page}]
         self._page_groups = {g.signature() for g in scan.groups}
+        self._shown = {b["name"] for b in scan.page_buttons} | {c["name"] for c in scan.on_items}
         for group in scan.groups:
             if self._late():
                 return
@@ -125,14 +133,14 @@ class DiscoveryWalk:
                 self._item_step(path, ctl, page)
         if scan.records and not any(t.made_by for t in self.transitions):
             self._on_record(path, page, scan.records[0], scan)
-        for button in scan.page_buttons:
+        if scan.cards and len(scan.zones) > 1:  # a board: its cards move before its page buttons are pressed
+            self._drags(path, scan, page)
+        for button in scan.page_buttons + _in_page_links(scan):
             if self._late():
                 return
             if self.manifest.sensitive_kind(button["name"]):
                 continue
             self._press_step(path, button, page)
-        if scan.cards and len(scan.zones) > 1:
-            self._drags(path, scan, page)
 
     # ---- steps ------------------------------------------------------------------------------------
     def _group_step(self, path: list[dict], group: Group, kind: str, page: str, heading: str = "", button: str = "") -> Transition | None:
@@ -251,12 +259,25 @@ class DiscoveryWalk:
                                            url_after=self._url(), text_after=self._text(), made_by=made_by))
 
     def _item_step(self, path: list[dict], ctl: dict[str, Any], page: str, made_by: Transition | None = None) -> Transition | None:
-        if ctl["role"] in ("checkbox", "switch"):
-            act = {"action": "left_click", "target": ctl["target"]}
-        else:
-            act = {"action": "left_click", "target": ctl["target"]}
-        return self._simple("item", path, [act], page, item=ctl["item"], control={"role": ctl["role"], "name": ctl["name"]},
-                            made_by=made_by)
+        act = {"action": "left_click", "target": ctl["target"]}
+        before = self._shown
+        t = self._simple("item", path, [act], page, item=ctl["item"], control={"role": ctl["role"], "name": ctl["name"]},
+                         made_by=made_by)
+        if t is not None and not t.diff and not made_by and not self._late():
+            self._menu(path, act, ctl, page, before)
+        return t
+
+    def _menu(self, path: list[dict], opened: dict[str, Any], ctl: dict[str, Any], page: str, shown: set[str]) -> None:
+        """A press on a record that changed nothing but showed new buttons opened a menu: each of its
+        entries (remove, duplicate, insert, sort...) is a step on that record."""
+        scan = scan_page(self.driver)
+        entries = [b for b in scan.page_buttons + [c for c in scan.on_items if c["item"] != ctl["item"]]
+                   if b["name"] not in shown and b["name"] != ctl["name"] and not self.manifest.sensitive_kind(b["name"])]
+        for b in entries[:MAX_MENU_ENTRIES]:
+            if self._late():
+                return
+            self._simple("item", path, [opened, {"action": "left_click", "target": b["target"]}], page, item=ctl["item"],
+                         control={"role": "button", "name": b["name"]})
 
     def _press_step(self, path: list[dict], button: dict[str, Any], page: str) -> None:
         t = self._simple("page_button", path, [{"action": "left_click", "target": button["target"]}], page, button=button["name"])
@@ -271,17 +292,29 @@ class DiscoveryWalk:
                     self._on_made_records(page, made)
 
     def _drags(self, path: list[dict], scan: PageScan, page: str) -> None:
+        """Each of the first few lists' first card to every other list, and within a list of three or
+        more, its first card onto its last (a reorder)."""
         named = [z["heading"] for z in scan.zones]
-        zones = [z for z in scan.zones if z["heading"] and named.count(z["heading"]) == 1]  # lists a person can tell apart
-        for z in zones:
-            for card in [c for c in z["cards"] if len(c) < 80][:1]:  # a card named by its whole text (scans cut at 80)
-                for other in zones:
-                    if other is z or self._late():
-                        continue
-                    act = {"action": "left_click_drag", "target": {"text": card}, "to": other["drop"]}
-                    self._simple("drag", path, [act], page, item=card, to=other["heading"])
-            if z["cards"]:
-                break
+        seen: dict[str, int] = {}
+        zones = []
+        for z in scan.zones:  # lists under one heading are told apart by their place: "Connected lists, list 2"
+            if named.count(z["heading"]) > 1:
+                seen[z["heading"]] = seen.get(z["heading"], 0) + 1
+                z = {**z, "heading": f"{z['heading']}, list {seen[z['heading']]}"}
+            zones.append(z)
+        whole = [z.get("named", []) for z in zones]  # cards a text target finds (the scan says which)
+        sources = [(z, cards) for z, cards in zip(zones, whole) if cards][:MAX_DRAG_SOURCES]
+        for z, cards in sources:
+            near = sorted((o for o in zones if o is not z), key=lambda o: abs(o.get("y", 0) - z.get("y", 0)) + abs(o.get("x", 0) - z.get("x", 0)))
+            for other in near[:MAX_DRAG_TARGETS]:  # the lists beside it (a drag does not scroll the page)
+                if self._late():
+                    continue
+                act = {"action": "left_click_drag", "target": {"text": cards[0]}, "to": other["drop"]}
+                self._simple("drag", path, [act], page, item=cards[0], to=other["heading"])
+        for z, cards in sources:
+            if len(z["cards"]) >= 3 and len(cards) >= 2 and cards[0] == z["cards"][0] and not self._late():
+                act = {"action": "left_click_drag", "target": {"text": cards[0]}, "to": {"text": cards[-1]}}
+                self._simple("drag", path, [act], page, item=cards[0], to=z["heading"])
 
     def _simple(self, kind: str, path: list[dict], actions: list[dict], page: str, **kw: Any) -> Transition | None:
         self._reset()
@@ -409,6 +442,20 @@ class DiscoveryWalk:
 
     def _late(self) -> bool:
         return time.monotonic() > self.deadline
+
+
+def _in_page_links(scan: PageScan) -> list[dict[str, Any]]:
+    """Links to a place in the page ("#next", "#finish") that scripts answer: a wizard's Next and Finish,
+    a tab, a menu entry. A person presses them like buttons."""
+    names = [link["name"] for link in scan.links]
+    return [{"name": link["name"], "target": {"role": "link", "name": link["name"]}} for link in scan.links
+            if link["href"].startswith("#") and not link["href"].startswith("#/") and len(link["href"]) > 1
+            and names.count(link["name"]) == 1 and len(link["name"]) < 40][:MAX_IN_PAGE_LINKS]
+
+
+def _same_view(a: PageScan, b: PageScan) -> bool:
+    return (a.title, [g.signature() for g in a.groups], a.cards, [x["name"] for x in a.page_buttons]) == (
+        b.title, [g.signature() for g in b.groups], b.cards, [x["name"] for x in b.page_buttons])
 
 
 def _link_priority(link: dict[str, str]) -> int:
