@@ -40,6 +40,7 @@ class AppYield:
     multi_step: int = 0
     duplicates: int = 0  # verified pairs whose (request, verifier) another verified pair already has
     rejected: Counter = field(default_factory=Counter)
+    walk_kinds: Counter = field(default_factory=Counter)  # explore's discovery-walk steps per kind (form, enter, item, drag, ...)
     explored_steps: int = 0  # transitions explore recorded
     state_changes: int = 0  # of them, steps that changed the app's state
     cpu_s: float = 0.0
@@ -84,6 +85,7 @@ def measure(folder: Path, lake_root: Path, count: int = 40, steps: int = 200, mi
         for s in result["sandboxes"]:
             out.errors += [s["error"]] if s.get("error") else []
             out.notes += list(s.get("notes") or [])
+            out.walk_kinds.update(s.get("walk_kinds") or {})
     lake = Lake(lake_root)
     if lake.files("transitions"):
         (row,) = lake.query("SELECT count(*) AS n, count(*) FILTER (WHERE changed_state) AS changed FROM transitions "
@@ -163,8 +165,11 @@ def main() -> None:
         r = measure(folder, lake_root / folder.name, args.count, args.steps, args.minutes)
         results.append(r)
         print(f"  {r.app}: {r.verified} verified of {r.candidates} candidates in {r.wall_s:.0f} s"
+              + f"; explore's walk: {dict(r.walk_kinds) or '-'}"
               + (f"; errors: {' | '.join(r.errors)[:300]}" if r.errors else "")
-              + (f"; notes: {' | '.join(r.notes)[:300]}" if r.notes else ""), flush=True)
+              , flush=True)
+        for note in r.notes:  # what each discovery step found, and where it found little, what the manifest could add
+            print(f"    {note[:400]}")
     print()
     print(table(results))
 

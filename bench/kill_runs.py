@@ -53,20 +53,22 @@ COMMANDS = {
 }
 
 
-def base_lakes(folder: Path, flows: list[str], prefect_home: Path) -> dict[str, Path]:
-    """The lake each flow starts from: the synthetic one, and for rollout a copy with synthesised shop pairs."""
+def base_lakes(folder: Path, flows: list[str]) -> dict[str, Path]:
+    """The lake each flow starts from: the synthetic one, or an empty one for synthesize-tasks."""
     plain = _plain_lake(folder / "plain")
     bases = {flow: plain for flow in flows}
     if "synthesize-tasks" in flows:  # an empty lake: every pair in it is this flow's
         (folder / "empty" / "lake").mkdir(parents=True)
         bases["synthesize-tasks"] = folder / "empty" / "lake"
-    if "rollout" in flows:
-        shutil.copytree(plain, folder / "with-pairs" / "lake")
-        run_cli(["run", "synthesize-tasks", "--sandbox", "shop", "--count", "6"], folder / "with-pairs" / "lake",
-                prefect_home)
-        Lake(folder / "with-pairs" / "lake").refresh_catalog()
-        bases["rollout"] = folder / "with-pairs" / "lake"
     return bases
+
+
+def rollout_base(folder: Path, plain: Path, prefect_home: Path) -> Path:
+    """The synthetic lake plus shop pairs synthesised by the static agent (made when rollout's turn comes)."""
+    shutil.copytree(plain, folder / "with-pairs" / "lake")
+    run_cli(["run", "synthesize-tasks", "--sandbox", "shop", "--count", "6"], folder / "with-pairs" / "lake", prefect_home)
+    Lake(folder / "with-pairs" / "lake").refresh_catalog()
+    return folder / "with-pairs" / "lake"
 
 
 def _plain_lake(folder: Path) -> Path:
@@ -220,6 +222,7 @@ def main() -> int:
                         "its own Prefect server, so a kill can also orphan that server")
     parser.add_argument("--keep", type=Path)
     args = parser.parse_args()
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))  # clean up as on Ctrl-C
     folder = args.keep or Path(tempfile.mkdtemp(prefix="flywheel-kill-"))
     folder.mkdir(parents=True, exist_ok=True)
     prefect_home = folder / "prefect"
@@ -246,9 +249,11 @@ def _free_port() -> int:
 
 def _trials(args: argparse.Namespace, folder: Path, prefect_home: Path) -> int:
     rng = random.Random(args.seed)
-    bases = base_lakes(folder / "base", args.flows, prefect_home)
+    bases = base_lakes(folder / "base", args.flows)
     failures = 0
     for flow in args.flows:
+        if flow == "rollout":
+            bases[flow] = rollout_base(folder / "base", bases[flow], prefect_home)
         full, runs = 0.0, (["cold", "warm"] if args.server == "ephemeral" else ["warm"])
         for warm in runs:  # an ephemeral server's first run also migrates Prefect's DB: time the second
             clean = folder / f"{flow}-clean-{warm}"

@@ -4,7 +4,9 @@ like synthesis does, and measure again. The Prefect flow only wires this up."""
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import asdict, dataclass, field
+from types import SimpleNamespace
 from typing import Any
 
 from flows.exploration.coverage import (
@@ -15,8 +17,11 @@ from flows.exploration.coverage import (
     measure,
     pick_targets,
 )
-from flows.exploration.explorer import ExploreConfig, Explorer
+from flows.exploration.explorer import ExploreConfig, Explorer, Transition
 from flows.exploration.reverse import derive, rewrite_with
+from flows.task_synthesis.discovery.agent import drag_peers, draw, replay_skill
+from flows.task_synthesis.discovery.families import REPLAY_SKILL, families_from
+from flows.task_synthesis.discovery.walk import DiscoveryWalk, WalkResult
 from flows.task_synthesis.gate import GateResult, ValidationGate
 from flows.task_synthesis.source import read_source
 from flows.task_synthesis.synthesis import known_task_ids, land
@@ -27,6 +32,8 @@ from sandboxes.app_process import SandboxError
 from sandboxes.drivers import open_driver
 from sandboxes.manifest import SandboxManifest
 from sandboxes.pool import SandboxPool
+
+WALK_SHARE = 3  # the discovery walk gets a third of explore's time on top of the abstract-state search
 
 
 @dataclass
@@ -48,6 +55,8 @@ class ExploreSummary:
     verified: int = 0
     verified_in_empty_areas: int = 0  # new verified tasks in areas that had no verified task before
     rejected: dict[str, int] = field(default_factory=dict)
+    walked: int = 0  # steps of the discovery walk (web apps)
+    walk_kinds: dict[str, int] = field(default_factory=dict)  # of them, per kind: form, enter, item, drag, edit, page_button
     error: str | None = None
 
     @property
@@ -80,17 +89,23 @@ def explore_sandbox(
     before = measure(lake, manifest.name, areas)
     summary.areas_before, summary.covered_before = len(before), sum(1 for c in before if c.verified_tasks)
     summary.targets = pick_targets(before, areas_k)
+    web = manifest.sandbox.kind == "web"
     config = ExploreConfig(max_steps=steps, max_seconds=minutes * 60, seed=seed, sensitive=sensitive, variants=variants)
+    walk = None
     try:
         with open_driver(manifest) as driver:
             covered = {c.area for c in before if c.verified_tasks}
             explorer = Explorer(driver, manifest, areas, set(summary.targets), config, covered=covered)
             result = explorer.run()
+            if web:  # a person's walk: every form filled by type and submitted, records ticked, cards dragged
+                walk = DiscoveryWalk(driver, manifest, seed, minutes * 60 / WALK_SHARE).run()
     except SandboxError as exc:
         summary.error = str(exc)
         return summary
+    walked = walk_transitions(walk, areas) if walk else []
+    summary.walked, summary.walk_kinds = len(walked), dict(Counter(t.kind for t in walk.transitions)) if walk else {}
     now = utcnow()
-    lake.write("transitions", [t.to_row(run_id, manifest.name, now) for t in result.transitions], run_id, manifest.name)
+    lake.write("transitions", [t.to_row(run_id, manifest.name, now) for t in result.transitions + walked], run_id, manifest.name)
     summary.states, summary.steps, summary.seconds = len(result.states), result.steps, result.seconds
     summary.revisit_share, summary.transitions = result.revisit_share, len(result.transitions)
     summary.state_changing = sum(1 for t in result.transitions if t.changed_state)
@@ -108,22 +123,26 @@ def explore_sandbox(
                    rewrite=rewrite_with(client) if client else None, expression=manifest.state.page_expression())
     if client:
         client.flush()
+    if walk is not None:
+        specs += walk_candidates(walk, manifest, commit, seed, 2 * per_area)
     known = known_task_ids(lake, manifest.name)
-    specs = [s for s in specs if s.task_id not in known]
+    seen: set[str] = set()
+    specs = [s for s in specs if s.task_id not in known and not (s.task_id in seen or seen.add(s.task_id))]
     summary.candidates = len(specs)
     results: list[tuple[TaskSpec, GateResult]] = []
+    skills = {REPLAY_SKILL: replay_skill(manifest.name)} if any(s.injection for s in specs) else {}
     if specs:
         try:
-            gated = SandboxPool(manifest, workers).map(lambda d, spec: ValidationGate(d, {}).validate(spec), specs)
+            gated = SandboxPool(manifest, workers).map(lambda d, spec: ValidationGate(d, skills).validate(spec), specs)
         except SandboxError as exc:
             summary.error = str(exc)
             gated = []
         results = list(zip(specs, gated))
-        land(lake, run_id, manifest.name, "explore", [], results)
+        land(lake, run_id, manifest.name, "explore", list(skills.values()), results)
     for spec, r in results:
         if r.status == "verified":
             summary.verified += 1
-            summary.verified_in_empty_areas += not had.get(spec.params["area"])
+            summary.verified_in_empty_areas += not had.get(spec.params.get("area", spec.app_area))
         else:
             summary.rejected[r.reason] = summary.rejected.get(r.reason, 0) + 1
     after = measure(lake, manifest.name, areas)
@@ -132,6 +151,30 @@ def explore_sandbox(
     lake.write("coverage", coverage_rows(before, run_id, manifest.name, "before", now)
                + coverage_rows(after, run_id, manifest.name, "after", now), run_id, manifest.name)
     return summary
+
+
+def walk_transitions(walk: WalkResult, areas: AppAreas) -> list[Transition]:
+    """The discovery walk's steps as explore's transition rows (what was typed, pressed or dragged, and
+    which state sources it changed)."""
+    out = []
+    for t in walk.transitions:
+        changed = {"sources": t.diff.sources()} if t.diff else {}
+        screen = areas.screen(t.page)
+        fills = {s.field.spoken: s.value for s in t.slots}
+        submit = "drag" if t.kind == "drag" else "enter" if t.kind == "enter" else "button"
+        out.append(Transition(f"walk {t.kind} {t.page}", t.page, t.path, t.actions, None, t.url_after or None, changed, screen,
+                              fills=fills, form_label=t.heading, button=t.button or t.control.get("name", ""), submit=submit))
+    return out
+
+
+def walk_candidates(walk: WalkResult, manifest: SandboxManifest, commit: str, seed: int, count: int) -> list[TaskSpec]:
+    """Candidates from the walk's state-changing steps, as discovery synthesis makes them (families varied,
+    chained, verified from the observed diff)."""
+    fams, _ = families_from(walk, manifest.state.page_expression())
+    for f in fams:
+        if f.transition.kind == "drag":
+            f.extra["peers"] = drag_peers(walk, f)
+    return draw(fams, walk, SimpleNamespace(seed=seed, count=count), manifest.name, commit)
 
 
 def render_summary(summaries: list[ExploreSummary], problems: list[str], charts: dict[str, str]) -> str:
@@ -152,6 +195,8 @@ def render_summary(summaries: list[ExploreSummary], problems: list[str], charts:
     for s in summaries:
         if s.targets:
             lines += ["", f"**{s.sandbox}** targets: " + ", ".join(f"`{t}`" for t in s.targets)]
+        if s.walked:
+            lines.append(f"discovery walk: {s.walked} steps ({', '.join(f'{k} {v}' for k, v in sorted(s.walk_kinds.items()))})")
         if s.rejected:
             lines.append(f"rejected by the gate: {', '.join(f'{k} {v}' for k, v in sorted(s.rejected.items()))}")
         if s.sandbox in charts:

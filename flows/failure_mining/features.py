@@ -111,11 +111,8 @@ def nxt(expr: pl.Expr, n: int = 1) -> pl.Expr:
 def contains_action(name: str) -> pl.Expr:
     """Whether any action of the turn is `name` (a turn may carry a batch of actions); the JSON is only
     searched for turns of several actions, the rest answer from `action_name`."""
-    several = pl.col("act").str.contains("}, {", literal=True) | pl.col("act").str.contains(
-        "},{", literal=True
-    )
     return (
-        pl.when(several)
+        pl.when(pl.col("several"))
         .then(pl.col("act").str.contains(rf'"action"\s*:\s*"{name}"'))
         .otherwise((pl.col("action_name") == name).fill_null(False))
     )
@@ -148,36 +145,53 @@ def in_trajectory_order(frame: pl.DataFrame) -> pl.DataFrame:
     return frame.sort("trajectory_id", "step_index")
 
 
+def _per_action(acts: pl.LazyFrame) -> pl.LazyFrame:
+    """What every detector reads from a turn's actions JSON, computed once per distinct JSON (turns repeat
+    across millions of steps: the regular expressions are the costly part), keyed by its hash `act_h`."""
+    return (
+        acts.with_columns(
+            px=pl.col("act").str.extract(r'"x"\s*:\s*(\d+)', 1).cast(pl.Int32, strict=False),
+            py=pl.col("act").str.extract(r'"y"\s*:\s*(\d+)', 1).cast(pl.Int32, strict=False),
+            action_name=pl.col("act").str.extract(_FIRST_ACTION, 1),
+            targetless=~pl.col("act").str.contains('"target"', literal=True),
+            target_name=pl.col("act").str.extract(_TARGET_NAME, 1),
+            several=pl.col("act").str.contains("}, {", literal=True) | pl.col("act").str.contains("},{", literal=True),
+        )
+        .with_columns(has_call_user=contains_action("call_user"), has_terminate=contains_action("terminate"))
+        .drop("act")
+    )
+
+
 def step_features(steps: pl.LazyFrame | pl.DataFrame) -> pl.DataFrame:
     """Order once and derive the columns every detector shares, so no detector parses JSON twice."""
     frame = steps.collect() if isinstance(steps, pl.LazyFrame) else steps
     frame = in_trajectory_order(with_missing_columns(frame))
     tid = pl.col("trajectory_id").hash()  # 64-bit: two adjacent trajectories never collide in practice
     lf = frame.lazy().with_row_index("row").with_columns(same_prev=(tid.shift(1) == tid).fill_null(False))
+    lf = lf.with_columns(
+        traj_no=(~pl.col("same_prev")).cast(pl.UInt32).cum_sum(),
+        same_next=pl.col("same_prev").shift(-1).fill_null(False),
+        act=pl.col("actions_json").fill_null("[]"),
+        failed=pl.col("ok").not_().fill_null(False),
+        tree=pl.when(pl.col("ui_tree_sha").is_not_null()).then(pl.col("ui_tree_sha").hash()),
+        shot=pl.when(pl.col("screenshot_sha").is_not_null()).then(pl.col("screenshot_sha").hash()),
+    ).with_columns(act_h=pl.col("act").hash())
+    base = lf.collect()
+    per_action = _per_action(base.lazy().select("act_h", "act").unique("act_h")).collect()
+    at = base["act_h"].replace_strict(  # each step's row in per_action: a hash lookup, then plain gathers
+        per_action["act_h"], pl.int_range(per_action.height, eager=True, dtype=pl.UInt32), return_dtype=pl.UInt32
+    )
     lf = (
-        lf.with_columns(
-            traj_no=(~pl.col("same_prev")).cast(pl.UInt32).cum_sum(),
-            same_next=pl.col("same_prev").shift(-1).fill_null(False),
-            act=pl.col("actions_json").fill_null("[]"),
-            failed=pl.col("ok").not_().fill_null(False),
-            tree=pl.when(pl.col("ui_tree_sha").is_not_null()).then(pl.col("ui_tree_sha").hash()),
-            shot=pl.when(pl.col("screenshot_sha").is_not_null()).then(pl.col("screenshot_sha").hash()),
-        )
+        base.with_columns(**{c: per_action[c].gather(at) for c in per_action.columns if c != "act_h"})
+        .lazy()
         .with_columns(
-            act_h=pl.col("act").hash(),
-            px=pl.col("act").str.extract(r'"x"\s*:\s*(\d+)', 1).cast(pl.Int32, strict=False),
-            py=pl.col("act").str.extract(r'"y"\s*:\s*(\d+)', 1).cast(pl.Int32, strict=False),
             url_changed=pl.when(
                 pl.col("same_next") & pl.col("url").is_not_null() & pl.col("url").shift(-1).is_not_null()
             ).then(pl.col("url") != pl.col("url").shift(-1)),
-            action_name=pl.col("act").str.extract(_FIRST_ACTION, 1),
-            targetless=~pl.col("act").str.contains('"target"', literal=True),
             tree_changed=_differs_next("tree"),
             shot_changed=_differs_next("shot"),
         )
         .with_columns(
-            has_call_user=contains_action("call_user"),
-            has_terminate=contains_action("terminate"),
             is_repeat=pl.col("same_prev")
             & (pl.col("act_h") == pl.col("act_h").shift(1))
             & (pl.col("act") != "[]"),
@@ -188,7 +202,6 @@ def step_features(steps: pl.LazyFrame | pl.DataFrame) -> pl.DataFrame:
             & pl.col("tree_changed").is_null()
             & pl.col("shot_changed").is_null()
             & ~pl.col("url_changed").fill_null(False),
-            target_name=pl.col("act").str.extract(_TARGET_NAME, 1),
         )
         .with_columns(
             evidence=pl.when(pl.col("failed"))

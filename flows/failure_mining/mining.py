@@ -36,7 +36,7 @@ from flows.failure_mining.rewards import DEFAULT_WEIGHTS, RewardWeights, step_re
 from lake import Lake, utcnow
 from lake.schemas import schema_for
 
-DETECTOR_VERSION = "mining-2"
+DETECTOR_VERSION = "mining-3"
 BATCH_STEPS = 2_000_000
 _SAFE = re.compile(r"[^A-Za-z0-9_.=-]+")
 # Per trajectory in `mined.undecidable_json`: each check's undecidable cases, and the steps missing a screen.
@@ -117,8 +117,7 @@ def pending_trajectories(
                    FROM tasks),
              located AS ({located})
         SELECT t.trajectory_id, t.task_id, t.sandbox, t.policy, t.num_steps, v.verdict, r.reference_len,
-               -- older trajectory files have no instruction column: read it by name, else the task's
-               coalesce(json_extract_string(to_json(t), '$.instruction'), r.task_instruction) AS instruction,
+               coalesce({{instruction}}, r.task_instruction) AS instruction,
                located.file, located.last_file, located.files
         FROM trajectories t LEFT JOIN v USING (trajectory_id) LEFT JOIN r USING (task_id)
              LEFT JOIN located USING (trajectory_id)
@@ -135,7 +134,10 @@ def pending_trajectories(
         params["files"] = files
     con = lake.connect()
     try:
-        return con.sql(sql, params=params).pl()
+        # a lake whose trajectory files all predate the instruction column has none: the task's then
+        names = con.sql("SELECT * FROM trajectories LIMIT 0").columns
+        instruction = "t.instruction" if "instruction" in names else "NULL"
+        return con.sql(sql.replace("{instruction}", instruction), params=params).pl()
     finally:
         con.close()
 
@@ -410,13 +412,16 @@ def write_frame(lake: Lake, table: str, frame: pl.DataFrame, run_id: str, batch:
 
 
 def _write_batch(lake: Lake, out: dict[str, pl.DataFrame], run_id: str, batch: str) -> None:
+    """The batch's rows keyed by detector version and trajectories, not by run: a run killed between these
+    commits leaves the batch pending, and the re-run's same batch replaces what it had landed."""
     for table in ("failures", "step_rewards", "failure_seeds", "mined"):  # mined last: it commits the batch
-        write_frame(lake, table, out[table], run_id, batch)
+        write_frame(lake, table, out[table], f"mine-{DETECTOR_VERSION}", batch)
 
 
 def _batch_name(index: int, trajectory_ids: pl.Series) -> str:
-    """Names differ when the trajectories differ, so a retried run never overwrites another batch."""
-    return f"mine{index:04d}-{trajectory_ids.hash().sum() % 10**10:010d}"
+    """Named by its trajectories alone (not its place in the run), so a re-run's batch of the same
+    trajectories replaces a killed run's rows, and batches of other trajectories never overwrite it."""
+    return f"mine-{trajectory_ids.hash().sum() % 10**10:010d}"
 
 
 # ---- the run ----------------------------------------------------------------------------------------------

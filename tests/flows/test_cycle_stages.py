@@ -52,3 +52,19 @@ def test_problems_a_stage_returned_and_raised_are_in_the_report():
     report = render_report("simulated-learner", stats, {}, "c.svg", True)
     assert "| 2 | explore | shop | x / y |" in report and "| 2 | synthesize-tasks | mail | timeout |" in report
     assert [r["problems"] for r in summary_table(stats)] == [0, 3]
+
+
+def test_the_report_so_far_is_written_after_each_iteration(tmp_path):
+    from flows.cycle.report import write_report
+    from lake import Lake
+
+    lake = Lake(tmp_path / "lake")
+    rows = [{"sandbox": "shop", "family": "create", "episodes": 4, "success_rate": 0.5}]
+    stats = [IterationStats(1, "r1", rows, Counter(new=4), Counter(), {})]
+    _, report, chart = write_report(lake, "cycle-x", "simulated-learner", stats)
+    stats.append(IterationStats(2, "r2", [dict(rows[0], success_rate=0.75)], Counter(active=2), Counter(mastered=2), {}))
+    markdown, again, chart_again = write_report(lake, "cycle-x", "simulated-learner", stats)
+    assert (again, chart_again) == (report, chart) and report.read_text() == markdown
+    assert "| shop | create | 50% of 4 | 75% of 4 |" in markdown and "simulator, not a model" in markdown
+    svg = chart.read_text()
+    assert "iteration 1" in svg and "iteration 2" in svg and "shop · create" in svg and "75% of 4" in svg

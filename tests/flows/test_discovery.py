@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from flows.task_synthesis.discovery.families import families_from, instance, to_spec
+from flows.task_synthesis.discovery.families import chain, families_from, instance, to_spec
 from flows.task_synthesis.discovery.fill import fill_action, value_for_field
 from flows.task_synthesis.discovery.page_scan import FieldInfo
 from flows.task_synthesis.discovery.state import Observed, StateDiff, records_path, storage_expression
@@ -141,6 +141,68 @@ def test_a_card_dragged_to_another_list_is_a_move_family_checked_by_both_names()
     inst = instance(fam, random.Random(0), fresh=False)
     assert fam.name == "move" and inst.request == "Move “Write tests” to “Done”."
     assert inst.verifier["params"]["where"] == {"text": "Write tests", "list": "Done"}
+
+
+def test_a_prefilled_field_gets_another_value_of_its_shape():
+    for seed in range(5):
+        rng = random.Random(seed)
+        assert re.fullmatch(r"#[0-9A-F]{6}", value_for_field(field(value="#194D33"), rng))
+        assert re.fullmatch(r"[0-9a-f]{6}", value_for_field(field(value="19ad33"), rng))
+        n = int(value_for_field(field(value="77"), rng))
+        assert 0 <= n <= 255 and n != 77
+        assert re.fullmatch(r"0\.\d\d", value_for_field(field(value="0.90"), rng))
+        assert re.fullmatch(r"\d{4}-\d\d-\d\d", value_for_field(field(value="2024-03-01"), rng))
+        assert not re.fullmatch(r"#?[0-9A-Fa-f]+", value_for_field(field(value="Buy milk", label="Title"), rng))  # words get words
+
+
+ITEMS_OF = "window.lists"  # a manifest expression whose state is lists of plain strings
+
+
+def _drag(card: str, before: list, after: list, to: str = "Done") -> Transition:
+    t = Transition("drag", [{"action": "goto", "url": "/"}], [{"action": "left_click_drag", "target": {"text": card}, "to": {"text": "x"}}],
+                   StateDiff(manifest=([], [1]), items=(before, after)), item=card, to=to)
+    return t
+
+
+def _items(**lists: list[str]) -> list[dict]:
+    return [{"list": name, "text": text, "at": i} for name, texts in lists.items() for i, text in enumerate(texts)]
+
+
+def test_lists_of_plain_values_give_move_reorder_and_delete_checked_on_the_items_view():
+    moved = _drag("B", _items(todo=["A", "B"], done=["C"]), _items(todo=["A"], done=["C", "B"]))
+    reordered = _drag("A", _items(todo=["A", "B", "C"]), _items(todo=["B", "A", "C"]), to="todo")
+    gone = _drag("C", _items(todo=["A"], done=["C"]), _items(todo=["A"], done=[]))
+    same = _drag("A", _items(todo=["A", "B"]), _items(todo=["A", "B"]))
+    fams, dropped = families_from(_walk([moved, reordered, gone, same]), ITEMS_OF)
+    by = {f.name: f for f in fams}
+    assert set(by) == {"move", "reorder", "delete"} and dropped  # the drag that moved nothing gives no family
+    assert by["move"].verifier["params"]["where"] == {"text": "B", "list": "done"}
+    assert by["reorder"].verifier["params"]["where"] == {"text": "A", "list": "todo", "at": 1}
+    assert instance(by["reorder"], random.Random(0), fresh=False).request == "Move “A” to position 2 in “todo”."
+    assert by["delete"].verifier["params"] == {"expression": by["delete"].verifier["params"]["expression"], "where": {"text": "C", "list": "done"}, "count": 0}
+    assert ITEMS_OF in by["move"].verifier["params"]["expression"]
+    # another card of the same list: only the card's text changes in the check, never a list that reads like it
+    grid = _drag("1", _items(**{"1": ["1", "2", "3"]}), _items(**{"1": ["2", "1", "3"]}), to="grid")
+    (fam,), _ = families_from(_walk([grid]), ITEMS_OF)
+    fam.extra["peers"] = ["3"]
+    other = instance(fam, random.Random(0), fresh=True)
+    assert other.verifier["params"]["where"] == {"text": "3", "list": "1", "at": 1}
+    # two reorders of one list move each other's cards: never chained
+    assert chain(instance(fam, random.Random(0), fresh=False), other) is None
+    assert chain(instance(by["move"], random.Random(0), fresh=False), instance(fam, random.Random(0), fresh=False)) is not None
+
+
+def test_a_document_state_is_checked_leaf_by_leaf():
+    doc = {"boolean": True, "number": 123, "object": {"a": "b", "c": "d"}}
+    flip = Transition("item", [], [{"action": "left_click", "target": {"role": "checkbox"}}],
+                      StateDiff(manifest=(doc, doc | {"boolean": False})), item="boolean:true")
+    removed = Transition("item", [], [{"action": "left_click", "target": {"role": "button", "name": "Remove"}}],
+                         StateDiff(manifest=(doc, doc | {"object": {"a": "b"}})), item="c:d", control={"role": "button", "name": "Remove"})
+    fams, _ = families_from(_walk([flip, removed]), "editor.get()")
+    by = {f.name: f for f in fams}
+    assert by["toggle"].verifier["params"]["where"] == {"boolean": False}
+    assert instance(by["toggle"], random.Random(0), fresh=False).request == "Set “boolean” to false."
+    assert by["delete"].verifier["params"]["where"] == {"object.c": None}
 
 
 # ---- the live walk on a third-party app ---------------------------------------------------------------------

@@ -28,6 +28,7 @@ from sandboxes.app_process import SandboxError
 from sandboxes.skills import Skill
 
 TRIES_PER_FAMILY = 8
+RETRIEVE_SHARE = 0.3  # at most this share of the candidates are questions when other families can fill the rest
 
 
 def replay_skill(sandbox: str) -> Skill:
@@ -60,7 +61,7 @@ class DiscoveryAgent:
         fams, dropped = families_from(walk, manifest.state.page_expression())
         for f in fams:
             if f.transition.kind == "drag":
-                f.extra["peers"] = _drag_peers(walk, f)
+                f.extra["peers"] = drag_peers(walk, f)
         out.candidates = draw(fams, walk, request, manifest.name, request.source.commit)
         if any(c.injection for c in out.candidates):
             out.skills.append(replay_skill(manifest.name))
@@ -68,7 +69,7 @@ class DiscoveryAgent:
         return out
 
 
-def _drag_peers(walk: WalkResult, fam: Family) -> list[str]:
+def drag_peers(walk: WalkResult, fam: Family) -> list[str]:
     scan = walk.scans.get(fam.transition.page)
     if scan is None:
         return []
@@ -133,10 +134,17 @@ def draw(fams: list[Family], walk: WalkResult, request: SynthesisRequest, sandbo
         if sum(1 for p in picked if p.family == "multi_step") >= n_multi:
             break
         take(c, True)
+    asks = queues.pop("retrieve", [])  # questions fill what the state-changing families leave, up to a share
     while len(picked) < count and any(queues.values()):
         for k in list(queues):
             if queues[k] and len(picked) < count:
                 take(queues[k].pop(0), False)
+    for c in chains:  # then more chains
+        if len(picked) >= count - min(len(asks), round(count * RETRIEVE_SHARE)):
+            break
+        take(c, True)
+    while len(picked) < count and asks:
+        take(asks.pop(0), False)
     for c in chains:  # room left: more chains
         if len(picked) >= count:
             break

@@ -32,7 +32,7 @@ from verifier_templates.base import Evidence, normalise
 VERSION = "discovery-1"
 REPLAY_SKILL = "replay_ui"
 GENERIC_BUTTONS = {"", "submit", "ok", "save", "send", "go", "continue", "next", "done", "apply", "confirm", "finish", "enter", "add"}
-MULTI_SHARE = 0.34  # of the candidates drawn, at least this share chains steps
+MULTI_SHARE = 0.4  # of the candidates drawn, at least this share chains steps (the gate rejects more chains than single steps)
 
 
 def quote(value: Any) -> str:
@@ -94,9 +94,11 @@ def _items_verifier(t: Transition) -> tuple[str, dict[str, Any], list[str]] | No
     """For a step on one record of a state that is lists of plain values (a card dragged on a board or a
     sortable list): the card now in another list (move), at another place in its list (reorder), or
     gone (delete) — checked on the manifest's state read as items (state.items_expression)."""
-    if t.diff.items is None or not t.item or not _manifest_expression(t):
+    if t.diff.items is None or not _manifest_expression(t):
         return None
     before, after = t.diff.items
+    if not t.item:
+        return _item_added_or_removed(t, before, after)
     text = _state_text(t.item, before) or _state_text(t.item, after)
     if text is None:
         return None
@@ -137,6 +139,26 @@ def _items_verifier(t: Transition) -> tuple[str, dict[str, Any], list[str]] | No
     return family, v, [t.item] + ([t.to] if t.to and family != "delete" else [])
 
 
+def _item_added_or_removed(t: Transition, before: list[dict], after: list[dict]) -> tuple[str, dict[str, Any], list[str]] | None:
+    """A press that adds one item to a list (or takes one away): checked by that list's count of the item."""
+    def tally(items: list[dict]) -> Counter:
+        return Counter((r["list"], normalise(r.get("text", ""))) for r in items)
+
+    was, now = tally(before), tally(after)
+    up, down = now - was, was - now
+    if len(up) + len(down) != 1 or sum((up + down).values()) != 1:
+        return None
+    ((lst, said),) = (up or down).keys()
+    text = next(r["text"] for r in (after if up else before) if r["list"] == lst and normalise(r.get("text", "")) == said)
+    where = {"text": text, "list": lst}
+    v = {"template": "js_state_matches", "params": {"expression": items_expression(_manifest_expression(t)), "where": where,
+                                                     "count": sum(1 for r in after if js_state_matches.matches(r, where))}}
+    p = v["params"]
+    if js_state_matches.judge(Evidence({}, {"state": before}), p).passed or not js_state_matches.judge(Evidence({}, {"state": after}), p).passed:
+        return None
+    return ("create" if up else "delete"), v, []
+
+
 def _state_text(shown: str, items: list[dict[str, Any]]) -> str | None:
     """The state's text for a card the page shows as `shown`: the same text, else the one item whose
     text holds it (a handle's glyph or a badge the page scan left out)."""
@@ -169,9 +191,10 @@ def _stored_verifier(t: Transition, named: tuple[str, ...]) -> tuple[str, dict[s
     d = t.diff
     if d.manifest is not None:
         expr = _manifest_expression(t)
-        found = expr and js_state_matches.from_change(d.manifest[0], d.manifest[1], expr, named)
+        found = expr and (_document_change(d.manifest[0], d.manifest[1], expr)
+                          or js_state_matches.from_change(d.manifest[0], d.manifest[1], expr, named))
         if found and _names_typed(found[1], named):
-            return found[0], found[1], _checked_values(found[1])
+            return found[0], found[1], _checked_values(found[1]) or [v for v in named if v]
     for key, (before, after) in sorted(d.storage.items()):
         path = records_path(after) if after is not None else records_path(before)
         expr = storage_expression(key, path or []) if path is not None else ""
@@ -181,6 +204,35 @@ def _stored_verifier(t: Transition, named: tuple[str, ...]) -> tuple[str, dict[s
         if found and _names_typed(found[1], named):
             return found[0], found[1], _checked_values(found[1])
     return None
+
+
+MAX_DOCUMENT_CHANGES = 12  # more changed leaves than this is not one step a request can name
+
+
+def _document_change(before: Any, after: Any, expression: str) -> tuple[str, dict[str, Any], str] | None:
+    """For a state that is one document (an object, not a list of records): the leaves the step set,
+    and those it removed (checked as absent). A flag flipped is a toggle, leaves only added a create,
+    leaves only removed a delete, anything else an update."""
+    if not isinstance(before, dict) or not isinstance(after, dict):
+        return None
+    a, b = js_state_matches._flat(before), js_state_matches._flat(after)
+    changed = {k: v for k, v in b.items() if k not in a or a[k] != v}
+    removed = {k: None for k in a if k not in b and a[k] is not None}
+    where = changed | removed
+    if not where or len(where) > MAX_DOCUMENT_CHANGES:
+        return None
+    if removed and not changed:
+        family = "delete"
+    elif not removed and all(k not in a for k in changed):
+        family = "create"
+    elif not removed and all(isinstance(v, bool) for v in changed.values()):
+        family = "toggle"
+    else:
+        family = "update"
+    params = {"expression": expression, "where": where, "count": 1}
+    if js_state_matches.judge(Evidence({}, {"state": before}), params).passed or not js_state_matches.judge(Evidence({}, {"state": after}), params).passed:
+        return None
+    return family, {"template": "js_state_matches", "params": params}, f"set {where}"
 
 
 def _spaced(value: str) -> str:
@@ -199,10 +251,15 @@ def _at(value: Any, path: list[Any] | None) -> Any:
 
 
 def _names_typed(verifier: dict[str, Any], typed: tuple[str, ...]) -> bool:
+    """The verifier checks a value the request names: a typed value, or (for a record acted on, "boolean:
+    true" in a tree) a word of its name among the fields it checks."""
     if not typed:
         return True
     shown = json.dumps(verifier["params"].get("where", {}), ensure_ascii=False).casefold()
-    return any(v.casefold() in shown for v in typed if len(v) >= 2)
+    if any(v.casefold() in shown for v in typed if len(v) >= 2):
+        return True
+    words = {w for v in typed for w in re.findall(r"[^\W_]+", v.casefold())}
+    return any(w in k.casefold().split(".") for k in verifier["params"].get("where", {}) for w in words)
 
 
 def _checked_values(verifier: dict[str, Any]) -> list[str]:
@@ -407,6 +464,9 @@ def _request(fam: Family, values: list[str], item: str, slots: dict[str, str] | 
         return _sentence(f"move {quote(item)} to {quote(dest)}")
     if name == "toggle":
         where_ = fam.verifier["params"].get("where", {})
+        flags = [k for k, v in where_.items() if isinstance(v, bool)]
+        if "checked" not in where_ and len(flags) == 1:  # a document's flag: say which and to what
+            return _sentence(f"set {quote(flags[0])} to {str(where_[flags[0]]).lower()}")
         checked = where_.get("checked", next((v for v in where_.values() if isinstance(v, bool)), None))
         return _sentence(f"{'check off' if checked else 'uncheck'} {quote(item)}")
     if name == "update" and item and slots:

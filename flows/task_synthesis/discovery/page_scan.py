@@ -150,7 +150,10 @@ SCAN_JS = r"""(() => {
     const peers = role ? [...document.querySelectorAll(role === implicit[z.tagName] ? z.tagName : '[role="' + role + '"]')].filter(vis) : [];
     // cards a text target finds: a whole text (scans cut at 80) whose first card in the page is this one
     const named = mine.filter(c => { const t = itemText(c); return t && t.length < 80 && cards.find(o => itemText(o) === t) === c; });
-    const drop = named.length ? {text: itemText(named[named.length - 1])} : (role ? (peers.indexOf(z) ? {role, nth: peers.indexOf(z)} : {role}) : null);
+    const whole = it => { const c = it.cloneNode(true); c.querySelectorAll('button, input, select, textarea, [role=button]').forEach(x => x.remove()); return text(c); };
+    const long = mine.filter(c => whole(c).length <= 240 && cards.find(o => whole(o) === whole(c)) === c);  // a long card is still a drop target
+    const drop = named.length ? {text: itemText(named[named.length - 1])} : long.length ? {text: whole(long[long.length - 1])}
+      : (role ? (peers.indexOf(z) ? {role, nth: peers.indexOf(z)} : {role}) : null);
     const box = z.getBoundingClientRect();
     return {heading: heading(z), cards: mine.map(itemText).filter(Boolean), named: named.map(itemText), drop,
       x: Math.round(box.left + scrollX), y: Math.round(box.top + scrollY)};

@@ -26,6 +26,8 @@ from sandboxes.manifest import SandboxManifest
 MAX_PAGES = 5
 MAX_DRAG_SOURCES = 6  # lists whose first card is dragged to every other list
 MAX_DRAG_TARGETS = 3  # the nearest other lists each is dragged to
+MAX_MENU_ENTRIES = 6  # entries of a record's menu pressed, each from a reset
+MAX_IN_PAGE_LINKS = 8  # links to places in the page pressed like buttons
 MAX_FORM_STEPS = 3  # groups walked in a row when a press reveals another (wizards, modals)
 MAKING_LINKS = re.compile(r"\b(add|new|create|compose|write|register)\b", re.I)
 ACCOUNT_LINKS = re.compile(r"log.?out|sign.?out|password|logout", re.I)  # would end or change the walk's session
@@ -85,20 +87,27 @@ class DiscoveryWalk:
         self.sign_in: list[dict[str, Any]] = []
         self.rng = random.Random(seed)
         self._page_groups: set[str] = set()
+        self._shown: set[str] = set()  # names of the buttons the page shows before any press
 
     # ---- the walk ---------------------------------------------------------------------------------
     def run(self) -> WalkResult:
         start = time.monotonic()
         home = self.manifest.start.home_path if self.manifest.start else "/"
         self.sign_in = self._sign_in()
+        self.in_page_login: list[dict[str, Any]] = []
+        if self.sign_in and self._session_in_page():
+            self.in_page_login, self.sign_in = self.sign_in, []  # each step's path signs in, and never reloads after
+            self.notes.append("the sign-in lives in the page (a reload signs out): every step's path signs in first")
         self._reset()
+        if self.in_page_login:
+            self._do(self.in_page_login)
         initial = self.state.read()
         pages, scans = [home], {}
         queue = [home]
         while queue and len(scans) < MAX_PAGES and not self._late():
             page = queue.pop(0)
             self._reset()
-            if not self._do([{"action": "goto", "url": page}]):
+            if not self._do(self._path_to(page)):
                 continue
             scan = scan_page(self.driver)
             if any(_same_view(scan, s) for s in scans.values()):  # another address of a page seen (/ and /index.html)
@@ -113,9 +122,23 @@ class DiscoveryWalk:
             self._explore_page(page, scan)
         return WalkResult(self.transitions, list(scans), scans, initial, self.sign_in, self.notes, time.monotonic() - start, self.state)
 
+    def _path_to(self, page: str) -> list[dict[str, Any]]:
+        """A step's path to a page: open it, or, when the sign-in lives in the page, sign in (which ends on
+        the login's page) and open another page only after that."""
+        if not self.in_page_login:
+            return [{"action": "goto", "url": page}]
+        login = self.in_page_login[0].get("url")
+        return self.in_page_login + ([] if page == login else [{"action": "goto", "url": page}])
+
+    def _session_in_page(self) -> bool:
+        self._reset()
+        self._do(self.sign_in + [{"action": "goto", "url": self.sign_in[0].get("url", "/")}])
+        return self._asks_password()
+
     def _explore_page(self, page: str, scan: PageScan) -> None:
-        path = [{"action": "goto", "url": page}]
+        path = self._path_to(page)
         self._page_groups = {g.signature() for g in scan.groups}
+        self._shown = {b["name"] for b in scan.page_buttons} | {c["name"] for c in scan.on_items}
         for group in scan.groups:
             if self._late():
                 return
@@ -129,14 +152,14 @@ class DiscoveryWalk:
                 self._item_step(path, ctl, page)
         if scan.records and not any(t.made_by for t in self.transitions):
             self._on_record(path, page, scan.records[0], scan)
-        for button in scan.page_buttons:
+        if scan.cards and len(scan.zones) > 1:  # a board: its cards move before its page buttons are pressed
+            self._drags(path, scan, page)
+        for button in scan.page_buttons + _in_page_links(scan):
             if self._late():
                 return
             if self.manifest.sensitive_kind(button["name"]):
                 continue
             self._press_step(path, button, page)
-        if scan.cards and len(scan.zones) > 1:
-            self._drags(path, scan, page)
 
     # ---- steps ------------------------------------------------------------------------------------
     def _group_step(self, path: list[dict], group: Group, kind: str, page: str, heading: str = "", button: str = "") -> Transition | None:
@@ -255,12 +278,25 @@ class DiscoveryWalk:
                                            url_after=self._url(), text_after=self._text(), made_by=made_by))
 
     def _item_step(self, path: list[dict], ctl: dict[str, Any], page: str, made_by: Transition | None = None) -> Transition | None:
-        if ctl["role"] in ("checkbox", "switch"):
-            act = {"action": "left_click", "target": ctl["target"]}
-        else:
-            act = {"action": "left_click", "target": ctl["target"]}
-        return self._simple("item", path, [act], page, item=ctl["item"], control={"role": ctl["role"], "name": ctl["name"]},
-                            made_by=made_by)
+        act = {"action": "left_click", "target": ctl["target"]}
+        before = self._shown
+        t = self._simple("item", path, [act], page, item=ctl["item"], control={"role": ctl["role"], "name": ctl["name"]},
+                         made_by=made_by)
+        if t is not None and not t.diff and not made_by and not self._late():
+            self._menu(path, act, ctl, page, before)
+        return t
+
+    def _menu(self, path: list[dict], opened: dict[str, Any], ctl: dict[str, Any], page: str, shown: set[str]) -> None:
+        """A press on a record that changed nothing but showed new buttons opened a menu: each of its
+        entries (remove, duplicate, insert, sort...) is a step on that record."""
+        scan = scan_page(self.driver)
+        entries = [b for b in scan.page_buttons + [c for c in scan.on_items if c["item"] != ctl["item"]]
+                   if b["name"] not in shown and b["name"] != ctl["name"] and not self.manifest.sensitive_kind(b["name"])]
+        for b in entries[:MAX_MENU_ENTRIES]:
+            if self._late():
+                return
+            self._simple("item", path, [opened, {"action": "left_click", "target": b["target"]}], page, item=ctl["item"],
+                         control={"role": "button", "name": b["name"]})
 
     def _press_step(self, path: list[dict], button: dict[str, Any], page: str) -> None:
         t = self._simple("page_button", path, [{"action": "left_click", "target": button["target"]}], page, button=button["name"])
@@ -349,8 +385,11 @@ class DiscoveryWalk:
             return []
         scan = scan_page(self.driver)
         group = next((g for g in scan.groups if any(f.type == "password" for f in g.fields)), None)
+        if group is None:  # a login that asks for a name first (or only: an app without passwords) shows no password yet
+            group = next((g for g in scan.groups if any(f.type in ("text", "email") for f in g.fields)), None)
         if group is None:
             return []
+        self._login_form = group.signature()
         actions: list[dict[str, Any]] = [{"action": "goto", "url": page}]
         user_label = (getattr(auth, "username_label", None) or "").casefold()
         pass_label = (getattr(auth, "password_label", None) or "").casefold()
@@ -372,15 +411,16 @@ class DiscoveryWalk:
         return actions
 
     def _asks_password(self) -> bool:
-        """The page still asks for a password (the sign-in did not take), given the app a few seconds
-        to answer the form post."""
+        """The page still asks for a password, or still shows the login form (the sign-in did not take),
+        given the app a few seconds to answer the form post."""
         for _ in range(6):
             try:
                 self.driver.observe(screenshot=False)
                 scan = scan_page(self.driver)
             except Exception:  # mid-navigation
                 scan = None
-            if scan is not None and not any(f.type == "password" for g in scan.groups for f in g.fields):
+            if scan is not None and not any(f.type == "password" or g.signature() == getattr(self, "_login_form", None)
+                                            for g in scan.groups for f in g.fields):
                 return False
             self._do([{"action": "wait", "seconds": 0.5}])
         return True
@@ -425,6 +465,15 @@ class DiscoveryWalk:
 
     def _late(self) -> bool:
         return time.monotonic() > self.deadline
+
+
+def _in_page_links(scan: PageScan) -> list[dict[str, Any]]:
+    """Links to a place in the page ("#next", "#finish") that scripts answer: a wizard's Next and Finish,
+    a tab, a menu entry. A person presses them like buttons."""
+    names = [link["name"] for link in scan.links]
+    return [{"name": link["name"], "target": {"role": "link", "name": link["name"]}} for link in scan.links
+            if link["href"].startswith("#") and not link["href"].startswith("#/") and not ACCOUNT_LINKS.search(link["name"])
+            and names.count(link["name"]) == 1 and len(link["name"]) < 40][:MAX_IN_PAGE_LINKS]
 
 
 def _same_view(a: PageScan, b: PageScan) -> bool:
