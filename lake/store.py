@@ -94,6 +94,7 @@ class Lake:
         self.catalog_path = self.root / "catalog.duckdb"
         self._tables: dict[str, DeltaTable] = {}
         self._lock = threading.Lock()
+        self._query_db: duckdb.DuckDBPyConnection | None = None  # query()'s own database: a new one costs ~0.1 s
 
     def table_uri(self, table: str) -> str:
         return f"{self.uri}/tables/{table}"
@@ -252,14 +253,17 @@ class Lake:
         no httpfs) the connection reads `s3://` through pyarrow's S3 filesystem, registered with DuckDB, and the
         views read each table as an Arrow dataset (so they keep working with file access switched off)."""
         con = self.raw_connection()
+        self._add_views(con, TABLES)
+        return con
+
+    def _add_views(self, con: duckdb.DuckDBPyConnection, tables: Iterable[str], temp: bool = False) -> None:
         if self.remote:
-            for table in TABLES:
+            for table in tables:
                 current = self._delta(table)
                 if current is not None:
                     con.register(f"_delta_{table}", current.to_pyarrow_dataset())
-        for stmt in self._view_statements():
+        for stmt in self._view_statements(tables=tables, temp=temp):
             con.execute(stmt)
-        return con
 
     def raw_connection(self) -> duckdb.DuckDBPyConnection:
         """An in-memory DuckDB connection that reads this lake's files (no views): `read_parquet($files)`."""
@@ -292,8 +296,14 @@ class Lake:
         return {str(f): int(rows.get(str(f)[prefix:], 0)) for f in self.files(table)}
 
     def query(self, sql: str, params: list[Any] | None = None) -> list[dict[str, Any]]:
-        con = self.connect()
+        """Rows of `sql` over the views it names (only those are built: each costs a look at the table's log)."""
+        with self._lock:
+            if self._query_db is None:
+                self._query_db = self.raw_connection()
+            con = self._query_db.cursor()  # a connection of its own: its temporary views are its own
         try:
+            named = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", sql.lower()))
+            self._add_views(con, [t for t in TABLES if t in named or f"{t}_history" in named], temp=True)
             cur = con.execute(sql, params or [])
             cols = [d[0] for d in cur.description]
             return [dict(zip(cols, r)) for r in cur.fetchall()]
@@ -354,9 +364,10 @@ class Lake:
             wal.unlink()
         return self.catalog_path
 
-    def _view_statements(self, persistent: bool = False) -> list[str]:
-        stmts = []
-        for table, schema in TABLES.items():
+    def _view_statements(self, persistent: bool = False, tables: Iterable[str] = TABLES, temp: bool = False) -> list[str]:
+        stmts, create = [], "CREATE OR REPLACE TEMP VIEW" if temp else "CREATE OR REPLACE VIEW"
+        for table in tables:
+            schema = TABLES[table]
             raw = f"{table}_history" if table in LATEST_BY_KEY else table
             files = self.files(table)
             typed = ", ".join(f"TRY_CAST({_renamed_keys(table, c)} AS JSON) AS {c}" for c in json_columns(table))
@@ -369,11 +380,11 @@ class Lake:
             else:
                 cols = ", ".join(f"CAST(NULL AS {duckdb_type(table, f.name)}) AS {f.name}" for f in schema)
                 body = f"SELECT {cols} WHERE false"
-            stmts.append(f"CREATE OR REPLACE VIEW {raw} AS {body}")
+            stmts.append(f"{create} {raw} AS {body}")
             if table in LATEST_BY_KEY:
                 key, order = LATEST_BY_KEY[table]
                 stmts.append(
-                    f"CREATE OR REPLACE VIEW {table} AS SELECT * FROM {raw} "
+                    f"{create} {table} AS SELECT * FROM {raw} "
                     f"QUALIFY row_number() OVER (PARTITION BY {key} ORDER BY {order} DESC) = 1"
                 )
         return stmts

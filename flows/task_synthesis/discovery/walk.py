@@ -94,14 +94,20 @@ class DiscoveryWalk:
         start = time.monotonic()
         home = self.manifest.start.home_path if self.manifest.start else "/"
         self.sign_in = self._sign_in()
+        self.in_page_login: list[dict[str, Any]] = []
+        if self.sign_in and self._session_in_page():
+            self.in_page_login, self.sign_in = self.sign_in, []  # each step's path signs in, and never reloads after
+            self.notes.append("the sign-in lives in the page (a reload signs out): every step's path signs in first")
         self._reset()
+        if self.in_page_login:
+            self._do(self.in_page_login)
         initial = self.state.read()
         pages, scans = [home], {}
         queue = [home]
         while queue and len(scans) < MAX_PAGES and not self._late():
             page = queue.pop(0)
             self._reset()
-            if not self._do([{"action": "goto", "url": page}]):
+            if not self._do(self._path_to(page)):
                 continue
             scan = scan_page(self.driver)
             if any(_same_view(scan, s) for s in scans.values()):  # another address of a page seen (/ and /index.html)
@@ -116,8 +122,21 @@ class DiscoveryWalk:
             self._explore_page(page, scan)
         return WalkResult(self.transitions, list(scans), scans, initial, self.sign_in, self.notes, time.monotonic() - start, self.state)
 
+    def _path_to(self, page: str) -> list[dict[str, Any]]:
+        """A step's path to a page: open it, or, when the sign-in lives in the page, sign in (which ends on
+        the login's page) and open another page only after that."""
+        if not self.in_page_login:
+            return [{"action": "goto", "url": page}]
+        login = self.in_page_login[0].get("url")
+        return self.in_page_login + ([] if page == login else [{"action": "goto", "url": page}])
+
+    def _session_in_page(self) -> bool:
+        self._reset()
+        self._do(self.sign_in + [{"action": "goto", "url": self.sign_in[0].get("url", "/")}])
+        return self._asks_password()
+
     def _explore_page(self, page: str, scan: PageScan) -> None:
-        path = [{"action": "goto", "url": page}]
+        path = self._path_to(page)
         self._page_groups = {g.signature() for g in scan.groups}
         self._shown = {b["name"] for b in scan.page_buttons} | {c["name"] for c in scan.on_items}
         for group in scan.groups:
@@ -366,8 +385,11 @@ class DiscoveryWalk:
             return []
         scan = scan_page(self.driver)
         group = next((g for g in scan.groups if any(f.type == "password" for f in g.fields)), None)
+        if group is None:  # a login that asks for a name first (or only: an app without passwords) shows no password yet
+            group = next((g for g in scan.groups if any(f.type in ("text", "email") for f in g.fields)), None)
         if group is None:
             return []
+        self._login_form = group.signature()
         actions: list[dict[str, Any]] = [{"action": "goto", "url": page}]
         user_label = (getattr(auth, "username_label", None) or "").casefold()
         pass_label = (getattr(auth, "password_label", None) or "").casefold()
@@ -389,15 +411,16 @@ class DiscoveryWalk:
         return actions
 
     def _asks_password(self) -> bool:
-        """The page still asks for a password (the sign-in did not take), given the app a few seconds
-        to answer the form post."""
+        """The page still asks for a password, or still shows the login form (the sign-in did not take),
+        given the app a few seconds to answer the form post."""
         for _ in range(6):
             try:
                 self.driver.observe(screenshot=False)
                 scan = scan_page(self.driver)
             except Exception:  # mid-navigation
                 scan = None
-            if scan is not None and not any(f.type == "password" for g in scan.groups for f in g.fields):
+            if scan is not None and not any(f.type == "password" or g.signature() == getattr(self, "_login_form", None)
+                                            for g in scan.groups for f in g.fields):
                 return False
             self._do([{"action": "wait", "seconds": 0.5}])
         return True
@@ -449,7 +472,7 @@ def _in_page_links(scan: PageScan) -> list[dict[str, Any]]:
     a tab, a menu entry. A person presses them like buttons."""
     names = [link["name"] for link in scan.links]
     return [{"name": link["name"], "target": {"role": "link", "name": link["name"]}} for link in scan.links
-            if link["href"].startswith("#") and not link["href"].startswith("#/") and len(link["href"]) > 1
+            if link["href"].startswith("#") and not link["href"].startswith("#/") and not ACCOUNT_LINKS.search(link["name"])
             and names.count(link["name"]) == 1 and len(link["name"]) < 40][:MAX_IN_PAGE_LINKS]
 
 
