@@ -7,15 +7,18 @@ engine part drives the shipped shop sandbox (this repo's own app) and the miner'
 
     nice -n 10 python bench/scale.py lake [--commits 10,1000,5000]
     nice -n 10 python bench/scale.py iceberg [--commits 200]     # the alternative, for DESIGN_NOTES
-    nice -n 10 python bench/scale.py engine [--pairs 24] [--episodes 24]
+    nice -n 10 python bench/scale.py engine [--pairs 24] [--episodes 24] [--runner dask|threads]
+    python bench/scale.py startup [--runs 3]                  # with `flywheel server start` up
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -116,6 +119,55 @@ def file_layout_figures(batches: int, compact_every: int = 10) -> dict:
         return out
 
 
+def lake_worst_case(batches: int, compact_every: int = 10, repeats: int = 40) -> dict:
+    """Lake.query (views over every table + the join) on a real Delta lake holding `batches` step batches, at the
+    worst point of the compaction cycle: what the last compaction merged (one file, written here in one commit so
+    thousands of commits need not run) plus `compact_every - 1` real commits since. Then the same rows after
+    `lake.compact()`. Also the bare join over the same files (DuckDB read_parquet), without the views."""
+    import duckdb
+    from deltalake import write_deltalake
+
+    from lake import Lake
+    from lake.store import BATCH_KEY
+
+    def bare(lake):
+        files, t = [str(f) for f in lake.files("steps")], [str(f) for f in lake.files("trajectories")]
+        sql = JOIN.replace("steps s", "read_parquet($f, union_by_name = true) s").replace("trajectories t", "read_parquet($t) t")
+        con = duckdb.connect()
+        return lambda: con.execute(sql, {"f": files, "t": t}).fetchall()
+
+    with tempfile.TemporaryDirectory() as tmp:
+        lake = Lake(f"{tmp}/worst")
+        lake.write_arrow("trajectories", trajectories(batches), "bench", "all")
+        merged = batches - compact_every + 1
+        old = pa.concat_tables([steps_batch(i) for i in range(merged)])
+        old = old.append_column(BATCH_KEY, pa.array([f"bench-{i}" for i in range(merged) for _ in range(STEPS_PER_BATCH)]))
+        write_deltalake(lake.table_uri("steps"), old)  # the state a compaction leaves: one file
+        for i in range(merged, batches):  # real commits since, none reaching the next compaction
+            lake.write_arrow("steps", steps_batch(i), "bench", i)
+        shutil.copytree(f"{tmp}/worst", f"{tmp}/compacted")
+        compacted = Lake(f"{tmp}/compacted")
+        compacted.compact()
+        files_before = len(lake.files("steps"))
+        assert lake.query("SELECT count(*) AS n FROM steps") == compacted.query("SELECT count(*) AS n FROM steps") == [
+            {"n": batches * STEPS_PER_BATCH}]
+        # interleaved, best of each: on a loaded machine both sides see the same load
+        work = {"lake_query_s": lambda: lake.query(JOIN), "compacted_lake_query_s": lambda: compacted.query(JOIN),
+                "bare_join_s": bare(lake), "compacted_bare_join_s": bare(compacted)}
+        best = dict.fromkeys(work, float("inf"))
+        for _ in range(repeats):
+            for name, fn in work.items():
+                t0 = time.perf_counter()
+                fn()
+                best[name] = min(best[name], time.perf_counter() - t0)
+    out = {"batches": batches, "compact_every": compact_every, "files": files_before} | {
+        k: round(v, 4) for k, v in best.items()} | {
+        "ratio": round(best["lake_query_s"] / best["compacted_lake_query_s"], 2),
+        "bare_ratio": round(best["bare_join_s"] / best["compacted_bare_join_s"], 2)}
+    print(json.dumps(out), flush=True)
+    return out
+
+
 def writer_rate(processes: int, commits_each: int) -> float:
     """Commits per second from N processes writing one lake at once (row counts checked)."""
     code = (f"import sys; sys.path.insert(0, {str(Path(__file__).resolve().parents[1])!r}); import bench.scale as s; from lake import Lake; lake = Lake(sys.argv[1]); "
@@ -160,55 +212,162 @@ def iceberg_figures(commits: int) -> dict:
                 "files": len(list(steps.scan().plan_files()))}
 
 
-def _worker_cpu_s(client) -> float:
-    """CPU seconds the cluster's worker processes and their reaped children (apps, Chromium) used so far."""
-    def cpu() -> float:
-        me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-        return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+def _tree_cpu_s() -> float:
+    """CPU seconds of this process, its reaped children and its live descendants (apps, Playwright, Chromium)."""
+    import psutil
 
-    return sum(client.run(cpu).values())
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    live = 0.0
+    for child in psutil.Process().children(recursive=True):
+        try:
+            t = child.cpu_times()
+            live += t.user + t.system
+        except psutil.Error:
+            pass
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime + live
 
 
-def engine_figures(pairs: int, episodes: int) -> list[dict]:
-    """synthesize-tasks (gate batches) and rollout (episode batches) on the shop sandbox through a local Dask
-    cluster of 1 and 2 worker processes: work per second and worker CPU-s per unit."""
+def _task_phase_s(flow_run_id, prefix: str) -> float:
+    """Wall seconds from the first `prefix` task run's start to the last one's end (the mapped, parallel part)."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
+
+    with get_client(sync_client=True) as client:
+        runs = client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_id])))
+    runs = [r for r in runs if r.name.startswith(prefix) and r.start_time and r.end_time]
+    return (max(r.end_time for r in runs) - min(r.start_time for r in runs)).total_seconds() if runs else float("nan")
+
+
+def _runner(kind: str, workers: int):
+    """The engine's task runner at `workers` (flows/engine.py), plus a CPU meter over everything that runs the work."""
+    if kind == "threads":
+        from prefect.task_runners import ThreadPoolTaskRunner
+
+        return ThreadPoolTaskRunner(max_workers=workers), _tree_cpu_s, (lambda: None)
     from distributed import Client, LocalCluster
-    from prefect.testing.utilities import prefect_test_harness
     from prefect_dask import DaskTaskRunner
+
+    cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None)
+    client = Client(cluster)
+
+    def cpu() -> float:  # the workers' trees and this process itself (the flow and the scheduler)
+        me = resource.getrusage(resource.RUSAGE_SELF)
+        return sum(client.run(_tree_cpu_s).values()) + me.ru_utime + me.ru_stime
+
+    def close() -> None:
+        client.close()
+        cluster.close()
+
+    return DaskTaskRunner(address=cluster.scheduler_address), cpu, close
+
+
+def engine_figures(pairs: int, episodes: int, runner_kind: str = "dask") -> list[dict]:
+    """synthesize-tasks (gate batches) and rollout (episode batches) on the shop sandbox through the engine at 1 and
+    2 workers: pairs/s and episodes/s (whole flow, and the mapped phase alone), CPU-s per pair and per episode (all
+    processes doing the work: workers, their apps and browsers, the flow process), and how many cores were busy."""
+    from flywheel.prefect_server import use_running_server
+
+    server = use_running_server()  # a `flywheel server start` server if one runs: no ephemeral start-up
+    from prefect.testing.utilities import prefect_test_harness
 
     from flows.rollout import flow as rollout_flow
     from flows.task_synthesis import flow as synth_flow
 
     out = []
-    with prefect_test_harness(server_startup_timeout=300), tempfile.TemporaryDirectory() as tmp:
+    harness = contextlib.nullcontext() if server else prefect_test_harness(server_startup_timeout=600)
+    with harness, tempfile.TemporaryDirectory() as tmp:
         for workers in (1, 2):
-            cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None)
-            client = Client(cluster)
-            runner = DaskTaskRunner(address=cluster.scheduler_address)
+            runner, cpu_s, close = _runner(runner_kind, workers)
             root = f"{tmp}/lake-{workers}"
             try:
-                cpu0, t0 = _worker_cpu_s(client), time.perf_counter()
-                syn = synth_flow.synthesize_tasks.with_options(task_runner=runner)(sandboxes=["shop"], count=pairs, seed=5, lake_root=root)
-                wall, cpu = time.perf_counter() - t0, _worker_cpu_s(client) - cpu0
+                cpu0, t0 = cpu_s(), time.perf_counter()
+                state = synth_flow.synthesize_tasks.with_options(task_runner=runner)(
+                    sandboxes=["shop"], count=pairs, seed=5, lake_root=root, return_state=True)
+                wall, cpu = time.perf_counter() - t0, cpu_s() - cpu0
+                syn = state.result()
                 gated = sum(s["candidates"] - s["already_known"] for s in syn["sandboxes"])
-                out.append({"work": "gate", "workers": workers, "units": gated, "per_s": round(gated / wall, 3),
-                            "worker_cpu_s_per_unit": round(cpu / max(gated, 1), 2), "wall_s": round(wall, 1)})
+                phase = _task_phase_s(state.state_details.flow_run_id, "gate-")
+                out.append({"work": "pairs", "runner": runner_kind, "workers": workers, "units": gated,
+                            "per_s": round(gated / wall, 3), "gate_phase_per_s": round(gated / phase, 3),
+                            "cpu_s_per_unit": round(cpu / max(gated, 1), 2), "cores_busy": round(cpu / wall, 2),
+                            "wall_s": round(wall, 1)})
                 print(json.dumps(out[-1]), flush=True)
-                cpu0, t0 = _worker_cpu_s(client), time.perf_counter()
-                ro = rollout_flow.rollout.with_options(task_runner=runner)(policy="replay", sandboxes=["shop"],
-                                                                           episodes=max(1, episodes // max(1, gated)), lake_root=root)
-                wall, cpu = time.perf_counter() - t0, _worker_cpu_s(client) - cpu0
-                out.append({"work": "episodes", "workers": workers, "units": ro["episodes"],
-                            "per_s": round(ro["episodes"] / wall, 3),
-                            "worker_cpu_s_per_unit": round(cpu / max(ro["episodes"], 1), 2), "wall_s": round(wall, 1)})
-                print(json.dumps(out[-1]), flush=True)
+                if episodes:
+                    cpu0, t0 = cpu_s(), time.perf_counter()
+                    state = rollout_flow.rollout.with_options(task_runner=runner)(
+                        policy="replay", sandboxes=["shop"], episodes=max(1, episodes // max(1, gated)), lake_root=root,
+                        all_tasks=True, return_state=True)
+                    wall, cpu = time.perf_counter() - t0, cpu_s() - cpu0
+                    ro = state.result()
+                    phase = _task_phase_s(state.state_details.flow_run_id, "episodes-")
+                    out.append({"work": "episodes", "runner": runner_kind, "workers": workers, "units": ro["episodes"],
+                                "per_s": round(ro["episodes"] / wall, 3),
+                                "batch_phase_per_s": round(ro["episodes"] / phase, 3),
+                                "cpu_s_per_unit": round(cpu / max(ro["episodes"], 1), 2),
+                                "cores_busy": round(cpu / wall, 2), "wall_s": round(wall, 1)})
+                    print(json.dumps(out[-1]), flush=True)
             finally:
-                client.close()
-                cluster.close()
-    for work in ("gate", "episodes"):
-        one, two = (r["per_s"] for r in out if r["work"] == work)
-        print(f"{work}: 2 workers {two / one:.2f}x the rate of 1")
+                close()
+    for work in ("pairs", "episodes"):
+        rows = [r for r in out if r["work"] == work]
+        if len(rows) == 2:
+            one, two = rows
+            phase = "gate_phase_per_s" if work == "pairs" else "batch_phase_per_s"
+            print(f"{work}: 2 workers {two['per_s'] / one['per_s']:.2f}x the {work}/s of 1 (whole flow), "
+                  f"{two[phase] / one[phase]:.2f}x in the mapped phase; CPU-s per unit {one['cpu_s_per_unit']} / "
+                  f"{two['cpu_s_per_unit']}")
     return out
+
+
+_PREFECT_PART = """
+import json, resource, sys, time
+t0 = time.perf_counter()
+from prefect import flow, task
+t1 = time.perf_counter()
+
+@task
+def one_task() -> int:
+    return 1
+
+@flow
+def one_flow() -> int:
+    return one_task()
+
+one_flow()
+t2 = time.perf_counter()
+one_flow()
+t3 = time.perf_counter()
+me = resource.getrusage(resource.RUSAGE_SELF)
+print(json.dumps({"import_prefect_s": round(t1 - t0, 2), "first_flow_run_s": round(t2 - t1, 2),
+                  "next_flow_run_s": round(t3 - t2, 2), "cpu_s": round(me.ru_utime + me.ru_stime, 2)}))
+"""
+
+
+def startup_figures(runs: int = 3) -> None:
+    """What a `flywheel run` pays for Prefect with a server up (`flywheel server start`; PREFECT_HOME set): the
+    import and a flow of one task (a fresh process each time), then whole `flywheel run judge` commands on an
+    empty lake, and how fast a bad sandbox name fails (before Prefect is imported)."""
+    from flywheel.prefect_server import prefect_home, running
+
+    state = running(prefect_home())
+    if state is None:
+        raise SystemExit("start a server first: flywheel server start (with the same PREFECT_HOME)")
+    env = os.environ | {"PREFECT_API_URL": state.api_url, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    for _ in range(runs):
+        out = subprocess.run([sys.executable, "-c", _PREFECT_PART], env=env, capture_output=True, text=True, check=True)
+        print(json.dumps({"part": "prefect alone"} | json.loads(out.stdout.strip().splitlines()[-1])), flush=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        for argv, part in ((["run", "judge"], "flywheel run judge (empty lake)"),
+                           (["run", "rollout", "--policy", "replay", "--sandbox", "no-such-app"], "bad sandbox name")):
+            for _ in range(runs):
+                t0 = time.perf_counter()
+                before = resource.getrusage(resource.RUSAGE_CHILDREN)
+                done = subprocess.run([sys.executable, "-m", "flywheel.cli", *argv], env=env | {"FLYWHEEL_LAKE": f"{tmp}/lake"},
+                                      capture_output=True, text=True)
+                after = resource.getrusage(resource.RUSAGE_CHILDREN)
+                cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+                print(json.dumps({"part": part, "exit": done.returncode, "wall_s": round(time.perf_counter() - t0, 2),
+                                  "cpu_s": round(cpu, 2)}), flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -223,10 +382,17 @@ def main(argv: list[str] | None = None) -> int:
     ice.add_argument("--commits", type=int, default=200)
     eng = sub.add_parser("engine")
     eng.add_argument("--pairs", type=int, default=24)
-    eng.add_argument("--episodes", type=int, default=24)
+    eng.add_argument("--episodes", type=int, default=24, help="0: pairs only")
+    eng.add_argument("--runner", choices=("dask", "threads"), default="dask",
+                     help="dask: a LocalCluster of worker processes; threads: the in-process default")
+    st = sub.add_parser("startup")
+    st.add_argument("--runs", type=int, default=3)
     args = parser.parse_args(argv)
     if args.part == "lake":
         marks = [int(x) for x in args.commits.split(",")]
+        for n in args.layouts:
+            for every in (10, 5):
+                lake_worst_case(n, every)
         for n in args.layouts:
             layout = file_layout_figures(n)
             print(f"{n} batches: one file per batch {layout['one file per batch'] / layout['compacted']:.1f}x compacted, "
@@ -243,8 +409,10 @@ def main(argv: list[str] | None = None) -> int:
     elif args.part == "iceberg":
         print(json.dumps(iceberg_figures(args.commits)))
         print(json.dumps(lake_figures([args.commits], compact_every=0)[0] | {"format": "delta"}))
+    elif args.part == "startup":
+        startup_figures(args.runs)
     else:
-        engine_figures(args.pairs, args.episodes)
+        engine_figures(args.pairs, args.episodes, args.runner)
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
     return 0
 

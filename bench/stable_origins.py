@@ -1,11 +1,14 @@
 """Data that does not depend on a run's port: the same cycle twice, on two ports, exports byte-identical shards.
 
-    nice -n 10 .venv/bin/python bench/stable_origins.py [--sandbox shop] [--count 8]
+    nice -n 10 .venv/bin/python bench/stable_origins.py [--sandbox shop]... [--count 8] [--explore-steps 20]
 
-Each run: synthesize-tasks (the static agent, seed 0), a replay rollout, the judge and export-sft, into its
-own lake, with fixed run ids; the app is served on a different local port each time. Prints the ports,
-the local-port strings found in each lake (tasks, validation runs, steps, trajectories, UI-tree blobs) and
-in each export, and whether the export shards are byte-identical.
+Each run is one iteration of `cycle` in plain library code (the flow's stages, no Prefect): synthesize-tasks
+(the static agent, seed 0), a scripted-noisy rollout the curriculum's pools choose, judge, mine-failures,
+curriculum, synthesize-tasks --from-failures, explore (bounded by steps, not minutes, so both runs explore
+alike) and export-sft (route sft, images by reference, as the cycle exports), into its own lake with fixed
+run ids; the apps are served on a different local port each time. Prints the ports, the local-port strings
+found in each lake (tasks, validation runs, steps, trajectories, transitions, UI-tree blobs) and in each
+export, and whether the export shards are byte-identical.
 """
 
 from __future__ import annotations
@@ -19,11 +22,15 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import sandboxes.app_process as app_process
+from flows.curriculum.curriculum import update_pools
+from flows.exploration.exploration import explore_sandbox
+from flows.failure_mining.mining import mine
 from flows.judging.judge import judge_pending
 from flows.rollout.rollout import rollout
 from flows.sft_export.config import ExportConfig
 from flows.sft_export.export import export_sft
-from flows.task_synthesis.synthesis import synthesize_sandbox
+from flows.task_synthesis.from_failures import plan_from_failures
+from flows.task_synthesis.synthesis import count_gated, gate_batch, synthesize_sandbox
 from lake import Lake
 from lake.quality import LOCAL_PORT
 from sandboxes.registry import select
@@ -33,6 +40,7 @@ TEXT_COLUMNS = {
     "validation_runs": ("evidence_json", "error", "verdict_reason"),
     "steps": ("url", "actions_json", "error", "outputs_json"),
     "trajectories": ("end_detail", "evidence_json", "final_answer"),
+    "transitions": ("*",),
 }
 
 
@@ -40,6 +48,8 @@ def port_strings_in_lake(lake: Lake) -> int:
     pattern = re.compile(LOCAL_PORT)
     hits = 0
     for table, columns in TEXT_COLUMNS.items():
+        if not lake.files(table):
+            continue
         for row in lake.query(f"SELECT {', '.join(columns)} FROM {table}"):
             hits += sum(len(pattern.findall(str(v))) for v in row.values() if v is not None)
     for blob in lake.query("SELECT DISTINCT ui_tree_sha FROM steps WHERE ui_tree_sha IS NOT NULL"):
@@ -47,15 +57,31 @@ def port_strings_in_lake(lake: Lake) -> int:
     return hits
 
 
-def one_cycle(manifest, root: Path) -> tuple[Lake, Path]:
+def one_cycle(manifests, root: Path) -> tuple[Lake, Path]:
     lake = Lake(root / "lake")
-    summary = synthesize_sandbox(manifest, lake, "origins-synth", count=ARGS.count, seed=0)
+    for m in manifests:
+        summary = synthesize_sandbox(m, lake, "origins-synth", count=ARGS.count, seed=0)
+        print(f"  {m.name}: verified {summary.verified} of {summary.candidates}")
     lake.refresh_catalog()
-    rollout(lake, "origins-replay", "replay", [manifest.name])
+    rolled = rollout(lake, "origins-rollout", "scripted-noisy", [m.name for m in manifests])
     judge_pending(lake, "origins-judge")
     lake.refresh_catalog()
-    result = export_sft(lake, ExportConfig(name="origins"), out=root / "exports", run_id="origins-export")
-    print(f"  verified {summary.verified}, export {result.status}, {result.counts.get('rows')} rows")
+    mine(lake, "origins-mine", write_report=False)
+    lake.refresh_catalog()
+    update_pools(lake, "origins-pools")
+    lake.refresh_catalog()
+    for m in manifests:
+        plan = plan_from_failures(m, lake, 4, "scripted-noisy")
+        if plan.new:
+            count_gated(plan.summary, gate_batch(m, lake, "origins-targeted", "from-failures", plan.skills, plan.new, 0))
+        print(f"  {m.name}: {len(plan.new)} targeted candidates, verified {plan.summary.verified}")
+        lake.refresh_catalog()
+        explored = explore_sandbox(m, lake, "origins-explore", areas_k=2, steps=ARGS.explore_steps, minutes=60, seed=1)
+        print(f"  {m.name}: explore verified {explored.to_json().get('verified')}")
+        lake.refresh_catalog()
+    result = export_sft(lake, ExportConfig(name="origins", images="ref"), out=root / "exports", run_id="origins-export")
+    print(f"  rollout {sum(sum(e.values()) for e in rolled.sandboxes.values())} episodes; export {result.status}, "
+          f"{result.counts.get('rows')} rows")
     return lake, Path(result.path)
 
 
@@ -68,13 +94,13 @@ def main() -> None:
         return ports[-1]
 
     app_process.free_port = recorded  # to print the ports the apps were served on
-    (manifest,), _ = select([ARGS.sandbox])
+    manifests, _ = select(ARGS.sandbox or ["shop"])
     with tempfile.TemporaryDirectory() as tmp:
         runs = []
         for i in (1, 2):
             start = len(ports)
             print(f"run {i}:")
-            runs.append(one_cycle(manifest, Path(tmp) / f"run{i}"))
+            runs.append(one_cycle(manifests, Path(tmp) / f"run{i}"))
             print(f"  app ports: {sorted(set(ports[start:]))}")
         pattern = re.compile(LOCAL_PORT.encode())
         for i, (lake, export) in enumerate(runs, 1):
@@ -89,7 +115,8 @@ def main() -> None:
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--sandbox", default="shop")
+    ap.add_argument("--sandbox", action="append", help="a shipped sandbox (repeatable; default shop)")
     ap.add_argument("--count", type=int, default=8)
+    ap.add_argument("--explore-steps", type=int, default=20)
     ARGS = ap.parse_args()
     main()

@@ -40,22 +40,21 @@ WHERE rank <= 3
 ORDER BY sandbox, app_area, rank;
 
 -- [3] Tasks born from failures: each task synthesised from a failure seed, the task and failure it came
---     from, whether it passed the gate, and whether policies solve it in later rollouts.
---     (provenance_json names the parent task `parent_task_id` or `parent_task`, the seed `failure_seed` or
---     `seed_id`, depending on the synthesiser version: coalesce reads both.)
+--     from, whether it passed the gate, and whether policies solve it in later rollouts (its lineage is in
+--     provenance_json: parent_task_id, seed_id, failure_kind; see docs/lake.md).
 SELECT t.sandbox,
        t.task_id,
        t.family,
        t.status,
-       coalesce(t.provenance_json->>'parent_task_id', t.provenance_json->>'parent_task') AS parent_task_id,
-       coalesce(t.provenance_json->>'failure_seed', t.provenance_json->>'seed_id') AS failure_seed,
+       t.provenance_json->>'parent_task_id' AS parent_task_id,
+       t.provenance_json->>'seed_id' AS seed_id,
        t.provenance_json->>'failure_kind' AS failure_kind,
        count(v.trajectory_id) AS judged_episodes,
        count(v.trajectory_id) FILTER (WHERE v.verdict = 'pass') AS passed,
        round(avg(CASE WHEN v.verdict = 'pass' THEN 1.0 WHEN v.verdict IS NOT NULL THEN 0.0 END), 3) AS pass_rate
 FROM tasks t
 LEFT JOIN verdicts v ON v.task_id = t.task_id AND v.verdict != 'env_error'
-WHERE coalesce(t.provenance_json->>'failure_seed', t.provenance_json->>'seed_id') IS NOT NULL
+WHERE (t.provenance_json->>'seed_id') IS NOT NULL
 GROUP BY ALL
 ORDER BY t.sandbox, failure_kind, t.task_id;
 
@@ -67,6 +66,6 @@ SELECT t.provenance_json->>'failure_kind' AS failure_kind,
        count(DISTINCT t.task_id) FILTER (WHERE v.verdict = 'pass') AS solved
 FROM tasks t
 LEFT JOIN verdicts v ON v.task_id = t.task_id
-WHERE coalesce(t.provenance_json->>'failure_seed', t.provenance_json->>'seed_id') IS NOT NULL
+WHERE (t.provenance_json->>'seed_id') IS NOT NULL
 GROUP BY ALL
 ORDER BY born DESC, failure_kind;

@@ -74,7 +74,7 @@ def render_markdown() -> str:
         "",
         "Columns typed `JSON` hold JSON text: read a field with `col->>'key'` (text) or `col->'key'` (JSON), e.g.",
         "`provenance_json->>'parent_task_id'`; `json_array_length(actions_json)` counts a list. Put `->>` in",
-        "parentheses before `IS NULL`, `=` or `OR` (`(provenance_json->>'failure_seed') IS NOT NULL`): the CLI's",
+        "parentheses before `IS NULL`, `=` or `OR` (`(provenance_json->>'seed_id') IS NOT NULL`): the CLI's",
         "DuckDB 1.5 binds `->>` looser than they do. Text that is not valid JSON reads as NULL. Times are UTC",
         "(`TIMESTAMPTZ`). Screenshots and UI trees are files under `lake/blobs/sha256/<ab>/<cd>/<sha>`, named by",
         "the `*_sha` columns. Example questions answered in SQL: `docs/analyst_questions.sql`.",

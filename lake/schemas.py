@@ -371,6 +371,13 @@ def schema_for(table: str) -> pa.Schema:
         raise KeyError(f"unknown lake table {table!r}; known tables: {', '.join(sorted(TABLES))}") from None
 
 
+# JSON keys renamed since they were first written: (table, column) -> {old key: new key}. The catalog's views
+# read old rows under the new names, so SQL and Python readers use one spelling on old lakes too.
+RENAMED_JSON_KEYS: dict[tuple[str, str], dict[str, str]] = {
+    ("tasks", "provenance_json"): {"parent_task": "parent_task_id", "partner_task": "partner_task_id"},
+}
+
+
 def json_columns(table: str) -> list[str]:
     """Columns that hold JSON text: the catalog's views type them as DuckDB `JSON`."""
     return [f.name for f in schema_for(table) if f.name.endswith("_json")]
@@ -394,8 +401,11 @@ COMMON_COLUMNS: dict[str, str] = {
     "task_id": "The task–verifier pair; joins `tasks.task_id`.",
     "trajectory_id": "One episode of a policy on a task; joins `trajectories.trajectory_id`.",
     "policy": "What acted: `replay` (the reference solution), `scripted-noisy` (a simulator of an imperfect "
-              "agent), `llm`, an imported agent's name; `@phone` when run under the phone profile.",
-    "family": "The task family (create, update, delete, search, multi_step, move, shell, …).",
+              "agent), `simulated-learner` (a simulator whose faults fall for families in earlier exports: a "
+              "stand-in for training, not a model), `llm`, an imported agent's name; `@phone` when run under the "
+              "phone profile.",
+    "family": "The task family (create, update, delete, search, multi_step, move, shell, …); of tasks born from "
+              "failures, a variant keeps its parent's family, a sub-goal is `subgoal`, a longer chain `chain`.",
     "detector_version": "The failure-mining detector version that produced the row.",
     "step_index": "The step's position in its trajectory, from 0.",
     "started_at": "When it started (UTC).",
@@ -427,8 +437,10 @@ DESCRIPTIONS: dict[str, tuple[str, dict[str, str]]] = {
             "verifier_json": "The verifier: {template, params} or a code verifier written by the LLM agent (JSON).",
             "reference_json": "The reference solution: UI actions that complete the task (JSON list).",
             "provenance_json": "Who made the pair: agent, model, prompt hash, synthesiser version; for tasks born "
-                               "from failures also the parent task (parent_task_id or parent_task), the seed "
-                               "(failure_seed or seed_id) and failure_kind; supersedes for a new version (JSON object).",
+                               "from failures (agent from-failures) also their lineage: parent_task_id, seed_id "
+                               "(failure_seeds.seed_id), failure_kind, failure_reason, strategy (variant, subgoal, chain), "
+                               "parent_pool, partner_task_id (a chain's second task); supersedes for a new version "
+                               "(JSON object).",
         },
     ),
     "skills": (
@@ -537,7 +549,7 @@ DESCRIPTIONS: dict[str, tuple[str, dict[str, str]]] = {
     "failure_seeds": (
         "Targeted seeds for synthesis: a weakness seen in a task, with its step context.",
         {
-            "seed_id": "The seed; tasks born from it carry it as provenance_json.failure_seed.",
+            "seed_id": "The seed; tasks born from it carry it as provenance_json->>'seed_id'.",
             "kind": "The failure kind (loop, bad_args, sensitive, premature).",
             "reason": "The failure's reason code.",
             "context_json": "The steps around the weakness (JSON).",

@@ -32,7 +32,7 @@ from deltalake import DeltaTable, write_deltalake
 from deltalake.exceptions import CommitFailedError, TableNotFoundError
 
 from lake.conform import conform_table
-from lake.schemas import LATEST_BY_KEY, TABLES, duckdb_type, json_columns, schema_for
+from lake.schemas import LATEST_BY_KEY, RENAMED_JSON_KEYS, TABLES, duckdb_type, json_columns, schema_for
 
 _SAFE = re.compile(r"[^A-Za-z0-9_.=-]+")
 BATCH_KEY = "_batch_key"  # hidden column: the (run, batch) a row was written by
@@ -94,6 +94,7 @@ class Lake:
         self.catalog_path = self.root / "catalog.duckdb"
         self._tables: dict[str, DeltaTable] = {}
         self._lock = threading.Lock()
+        self._query_db: duckdb.DuckDBPyConnection | None = None  # query()'s own database: a new one costs ~0.1 s
 
     def table_uri(self, table: str) -> str:
         return f"{self.uri}/tables/{table}"
@@ -194,18 +195,26 @@ class Lake:
                 return src.read()
         return (self.root / "blobs" / "sha256" / digest[:2] / digest[2:4] / digest).read_bytes()
 
+    def blob_location(self, digest: str) -> str:
+        """Where a blob lives: a local path, or its object-store URI."""
+        if self.remote:
+            return f"{self.uri}/blobs/sha256/{digest[:2]}/{digest[2:4]}/{digest}"
+        return str(self.root / "blobs" / "sha256" / digest[:2] / digest[2:4] / digest)
+
     def _blob_fs(self, digest: str):
+        return self._object_store(), self.blob_location(digest).split("://", 1)[1]
+
+    def _object_store(self):
+        """pyarrow's S3 filesystem for this lake's bucket (paths are `bucket/key`, no scheme)."""
         from pyarrow import fs
 
-        bucket_path = self.uri.split("://", 1)[1]
         o = self.options
-        s3 = fs.S3FileSystem(
+        return fs.S3FileSystem(
             access_key=o.get("AWS_ACCESS_KEY_ID"), secret_key=o.get("AWS_SECRET_ACCESS_KEY"),
             session_token=o.get("AWS_SESSION_TOKEN"), region=o.get("AWS_REGION", "us-east-1"),
             endpoint_override=o.get("AWS_ENDPOINT_URL"),
             scheme="http" if o.get("AWS_ENDPOINT_URL", "").startswith("http://") else "https",
         )
-        return s3, f"{bucket_path}/blobs/sha256/{digest[:2]}/{digest[2:4]}/{digest}"
 
     # ---- reads --------------------------------------------------------------------------------
     def _delta(self, table: str, version: int | None = None) -> DeltaTable | None:
@@ -238,20 +247,63 @@ class Lake:
         return uris if self.remote else [Path(u) for u in uris]
 
     def connect(self) -> duckdb.DuckDBPyConnection:
-        """An in-memory DuckDB connection with every table's views: for flows reading the lake."""
-        con = duckdb.connect()
-        if self.remote:  # DuckDB here cannot read s3:// itself: hand it each table as an Arrow dataset
-            for table in TABLES:
+        """An in-memory DuckDB connection with every table's views: for flows reading the lake.
+
+        `read_parquet` over `files(...)` works on it wherever the lake is: on object storage (DuckDB here has
+        no httpfs) the connection reads `s3://` through pyarrow's S3 filesystem, registered with DuckDB, and the
+        views read each table as an Arrow dataset (so they keep working with file access switched off)."""
+        con = self.raw_connection()
+        self._add_views(con, TABLES)
+        return con
+
+    def _add_views(self, con: duckdb.DuckDBPyConnection, tables: Iterable[str], temp: bool = False) -> None:
+        if self.remote:
+            for table in tables:
                 current = self._delta(table)
                 if current is not None:
                     con.register(f"_delta_{table}", current.to_pyarrow_dataset())
-        for stmt in self._view_statements():
+        for stmt in self._view_statements(tables=tables, temp=temp):
             con.execute(stmt)
+
+    def raw_connection(self) -> duckdb.DuckDBPyConnection:
+        """An in-memory DuckDB connection that reads this lake's files (no views): `read_parquet($files)`."""
+        con = duckdb.connect()
+        if self.remote:
+            con.register_filesystem(_s3_for_duckdb(self._object_store()))
         return con
 
+    def read_files(self, table: str, files: list[Path] | list[str], columns: list[str] | tuple[str, ...]) -> pa.Table:
+        """These files of `table` (from `files(table)`), only `columns`, cast to the lake's schema; a file
+        written before a column existed gives nulls there. Works on object storage too."""
+        import pyarrow.dataset as ds
+
+        schema = schema_for(table)
+        fields = pa.schema([schema.field(c) for c in columns])
+        if self.remote:
+            paths, filesystem = [str(f).split("://", 1)[1] for f in files], self._object_store()
+        else:
+            paths, filesystem = [str(f) for f in files], None
+        return ds.dataset(paths, schema=fields, format="parquet", filesystem=filesystem).to_table()
+
+    def file_rows(self, table: str) -> dict[str, int]:
+        """Rows per current file of `table` (keys as `files(table)` names them), from the Delta log's stats."""
+        current = self._delta(table)
+        if current is None:
+            return {}
+        actions = pa.table(current.get_add_actions(flatten=True))
+        rows = dict(zip(actions.column("path").to_pylist(), actions.column("num_records").to_pylist()))
+        prefix = len(self.table_uri(table)) + 1
+        return {str(f): int(rows.get(str(f)[prefix:], 0)) for f in self.files(table)}
+
     def query(self, sql: str, params: list[Any] | None = None) -> list[dict[str, Any]]:
-        con = self.connect()
+        """Rows of `sql` over the views it names (only those are built: each costs a look at the table's log)."""
+        with self._lock:
+            if self._query_db is None:
+                self._query_db = self.raw_connection()
+            con = self._query_db.cursor()  # a connection of its own: its temporary views are its own
         try:
+            named = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", sql.lower()))
+            self._add_views(con, [t for t in TABLES if t in named or f"{t}_history" in named], temp=True)
             cur = con.execute(sql, params or [])
             cols = [d[0] for d in cur.description]
             return [dict(zip(cols, r)) for r in cur.fetchall()]
@@ -312,12 +364,13 @@ class Lake:
             wal.unlink()
         return self.catalog_path
 
-    def _view_statements(self, persistent: bool = False) -> list[str]:
-        stmts = []
-        for table, schema in TABLES.items():
+    def _view_statements(self, persistent: bool = False, tables: Iterable[str] = TABLES, temp: bool = False) -> list[str]:
+        stmts, create = [], "CREATE OR REPLACE TEMP VIEW" if temp else "CREATE OR REPLACE VIEW"
+        for table in tables:
+            schema = TABLES[table]
             raw = f"{table}_history" if table in LATEST_BY_KEY else table
             files = self.files(table)
-            typed = ", ".join(f"TRY_CAST({c} AS JSON) AS {c}" for c in json_columns(table))
+            typed = ", ".join(f"TRY_CAST({_renamed_keys(table, c)} AS JSON) AS {c}" for c in json_columns(table))
             replace = f" REPLACE ({typed})" if typed else ""
             if files and not self.remote:
                 listed = ", ".join("'" + f.as_posix().replace("'", "''") + "'" for f in files)
@@ -327,19 +380,38 @@ class Lake:
             else:
                 cols = ", ".join(f"CAST(NULL AS {duckdb_type(table, f.name)}) AS {f.name}" for f in schema)
                 body = f"SELECT {cols} WHERE false"
-            stmts.append(f"CREATE OR REPLACE VIEW {raw} AS {body}")
+            stmts.append(f"{create} {raw} AS {body}")
             if table in LATEST_BY_KEY:
                 key, order = LATEST_BY_KEY[table]
                 stmts.append(
-                    f"CREATE OR REPLACE VIEW {table} AS SELECT * FROM {raw} "
+                    f"{create} {table} AS SELECT * FROM {raw} "
                     f"QUALIFY row_number() OVER (PARTITION BY {key} ORDER BY {order} DESC) = 1"
                 )
         return stmts
 
 
+def _renamed_keys(table: str, column: str) -> str:
+    """The column with its renamed JSON keys (lake.schemas.RENAMED_JSON_KEYS) spelt the new way; JSON text escapes
+    quotes inside strings, so `"old":` matches only a key."""
+    expr = column
+    for old, new in RENAMED_JSON_KEYS.get((table, column), {}).items():
+        expr = f"replace({expr}, '\"{old}\":', '\"{new}\":')"
+    return expr
+
+
 def _batch_key(run_id: str, batch: str | int) -> str:
     """The old layout's file stem, so migrated rows and new writes of the same (run, batch) agree."""
     return f"{_SAFE.sub('_', run_id)}-{_SAFE.sub('_', str(batch))}"
+
+
+def _s3_for_duckdb(store):
+    """pyarrow's S3 filesystem as the fsspec filesystem DuckDB's `register_filesystem` takes, for `s3://`."""
+    from fsspec.implementations.arrow import ArrowFSWrapper
+
+    class S3ForDuckDB(ArrowFSWrapper):
+        protocol = ("s3",)
+
+    return S3ForDuckDB(store)
 
 
 def _conform(row: Mapping[str, Any], schema: pa.Schema) -> dict[str, Any]:

@@ -494,7 +494,7 @@ class WebDriver:
             return ActionResult(ok=True, point=(action.x, action.y))
         if isinstance(action, (Tap, LongPress, Swipe)) and self.profile and self.profile.has_touch:
             name = control_name_at(page, *self._px(action.x, action.y)) if isinstance(action, Tap) else None
-            touch(page, action, self._px)
+            touch(page, action, self._px, self.action_timeout_ms / 1000)
             self.settle(after_input=True)
             sensitive = self.manifest.sensitive_kind(name) if name else None
             return ActionResult(ok=True, point=(action.x, action.y), sensitive=sensitive)

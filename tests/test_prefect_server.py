@@ -100,6 +100,19 @@ def test_runs_reuse_the_started_server_and_stop_ends_it(tmp_path):
         assert [t["name"] for t in task_runs] == ["steps-0"] and task_runs[0]["state_type"] == "COMPLETED"
         logs = [entry["message"] for entry in _post(port, "logs/filter")]
         assert any(m.startswith("steps shard 0: 1 trajectories, 3 steps") for m in logs), logs  # task logs reach the API
+
+        exported = _flywheel("run", "export-sft", "--name", "served", env=env)  # every stage is a task with logs
+        assert exported.returncode == 1 and "nothing to export" in exported.stdout, exported.stdout + exported.stderr  # ran
+        pools = subprocess.run([sys.executable, "-c", "from flows.curriculum.flow import curriculum; curriculum()"], cwd=REPO,
+                               env=env | {"PREFECT_API_URL": f"http://127.0.0.1:{port}/api"}, capture_output=True, text=True,
+                               timeout=600)
+        assert pools.returncode == 0, pools.stderr
+        task_runs = {t["name"]: t for t in _post(port, "task_runs/filter")}
+        assert "served" in task_runs and any(n.startswith("update-pools") for n in task_runs), sorted(task_runs)
+        export_run = task_runs["served"]["flow_run_id"]
+        shown = subprocess.run([sys.executable, "-m", "prefect", "flow-run", "logs", export_run], env=env | {
+            "PREFECT_API_URL": f"http://127.0.0.1:{port}/api"}, capture_output=True, text=True, timeout=300)
+        assert shown.returncode == 0 and "served: empty -, 0 rows from 0 trajectories" in shown.stdout, shown.stdout + shown.stderr
     finally:
         stopped = _flywheel("server", "stop", env=env)
     assert "stopped the server" in stopped.stdout

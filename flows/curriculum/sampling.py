@@ -2,8 +2,9 @@
 
 Active tasks first (a task with no pool row for the policy yet is new and counts as active), nearest a
 50% success rate first; tasks in `monitoring` (too hard for now) are re-checked on a schedule — when
-`recheck_every` rollouts of the policy have run since one last rolled the task out; `mastered` tasks are
-retired from rollouts. `budget` caps the tasks chosen per sandbox. Everything is read from the lake, so
+`recheck_every` rollouts of the policy have run since one last rolled the task out, or sooner when a sandbox
+has nothing else to roll out (a run that rolls out nothing would never bring the schedule closer);
+`mastered` tasks are retired from rollouts. `budget` caps the tasks chosen per sandbox. Everything is read from the lake, so
 the same lake gives the same plan.
 """
 
@@ -45,16 +46,21 @@ def plan_rollout(lake: Lake, policy: str, tasks: list[TaskSpec], budget: int | N
         by_sandbox.setdefault(t.sandbox, []).append(t)
     for sandbox, specs in by_sandbox.items():
         ranked: list[tuple[tuple, str, TaskSpec]] = []
+        waiting: list[tuple[tuple, str, TaskSpec]] = []
         left = Counter()
         for t in specs:
             pool, rate = pools.get(t.task_id, ("new", 0.5))
+            order = (1 if pool == "monitoring" else 0, -since.get(t.task_id, 10**6), abs(rate - 0.5), t.task_id)
             if pool == "mastered":
                 left["mastered"] += 1
             elif pool == "monitoring" and since.get(t.task_id, recheck_every) < recheck_every:
-                left["monitoring_not_due"] += 1
+                waiting.append((order, pool, t))
             else:
-                order = (1 if pool == "monitoring" else 0, -since.get(t.task_id, 10**6), abs(rate - 0.5), t.task_id)
                 ranked.append((order, pool, t))
+        if not ranked:  # nothing else to spend the run on: re-check early (an empty run would count for nothing)
+            ranked, waiting = waiting, []
+        left["monitoring_not_due"] += len(waiting)
+        left = +left
         ranked.sort(key=lambda x: x[0])
         if budget is not None and len(ranked) > budget:
             left["over_budget"] += len(ranked) - budget

@@ -1,4 +1,5 @@
-"""Prefect wiring for `explore`: one task per sandbox, coverage pictures, a summary artifact, a catalog refresh."""
+"""Prefect wiring for `explore`: one task per sandbox (mapped over the task runner, flows/engine.py), coverage
+pictures, a summary artifact, a catalog refresh."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 
+from flows.engine import task_runner
 from flows.exploration import exploration
 from flows.exploration.chart import coverage_chart_svg
 from lake import Lake
@@ -25,10 +27,13 @@ def explore_sandbox_task(
         load_manifest(manifest_dir), Lake(lake_root), run_id, areas_k=areas, steps=steps, minutes=minutes, seed=seed,
         workers=workers, sensitive=sensitive,
     )
-    return summary.to_json()
+    r = summary.to_json()
+    get_run_logger().info("%s: coverage %.0f%% -> %.0f%%, %d new verified tasks%s", r["sandbox"], 100 * r["share_before"],
+                          100 * r["share_after"], r["verified"], f"; error: {r['error']}" if r.get("error") else "")
+    return r
 
 
-@flow(name="explore", log_prints=True)
+@flow(name="explore", log_prints=True, task_runner=task_runner())
 @recorded_run("explore")
 def explore(
     sandboxes: list[str] | None = None,
@@ -44,13 +49,11 @@ def explore(
     run_id = f"explore-{uuid.uuid4().hex[:12]}"
     manifests, problems = select(sandboxes or None)
     futures = [
-        explore_sandbox_task.submit(str(m.folder), str(lake.root), run_id, areas, steps, minutes, seed, workers, sensitive)
+        explore_sandbox_task.submit(str(m.folder), lake.uri, run_id, areas, steps, minutes, seed, workers, sensitive)
         for m in manifests
     ]
     results = [f.result() for f in futures]
-    for r in results:
-        get_run_logger().info("%s: coverage %.0f%% -> %.0f%%, %d new verified tasks%s", r["sandbox"], 100 * r["share_before"],
-                              100 * r["share_after"], r["verified"], f"; error: {r['error']}" if r.get("error") else "")
+    get_run_logger().info("explored %d sandboxes: %d new verified tasks", len(results), sum(r["verified"] for r in results))
     lake.refresh_catalog()
     charts = {}
     reports = lake.root / "reports"

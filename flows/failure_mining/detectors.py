@@ -107,9 +107,9 @@ SEVERITY = {
 MIN_REPEATS = 3  # turns in a row for exact_repeat (the original + 2 repeats)
 MIN_INEFFECTIVE = 2  # repeats that must have changed nothing or failed
 MIN_CONFIDENCE = 0.5  # a loop from actions alone is reported from this confidence on
-NEAR = 12  # grid points (of 0..999) within which two coordinate clicks aim at the same control
+NEAR = 16  # grid points (of 0..999) within which two coordinate clicks aim at the same control (tuned: see LABELLING.md)
 NEAR_FACTOR = 0.85
-REAIM = 40  # grid points: a click re-aimed at a control the model says did not respond
+REAIM = 60  # grid points: a click re-aimed at a control the model says did not respond (tuned)
 SCROLL_FACTOR = 0.0  # from actions alone a scroll repeat is reading, never a loop: only screens can tell
 NO_PROGRESS_STEPS = 3
 PERIODS = (2, 3, 4)
@@ -133,7 +133,7 @@ class Check:
         functools.update_wrapper(self, plan)
 
     def __call__(self, steps: pl.LazyFrame | pl.DataFrame) -> pl.DataFrame:
-        return self.plan(as_features(steps)).collect()
+        return self.plan(shared(as_features(steps))).collect()
 
 
 def check(plan: Callable[[pl.LazyFrame], pl.LazyFrame]) -> Check:
@@ -195,10 +195,23 @@ def _steps(
     )
 
 
-def _strongest(levels: pl.Expr) -> pl.Expr:
-    """The strongest evidence level among a group's steps (an aggregation)."""
-    rank = levels.replace_strict({v: i for i, v in enumerate(EVIDENCE_LEVELS)}, return_dtype=pl.Int8)
-    return rank.max().replace_strict(dict(enumerate(EVIDENCE_LEVELS)), return_dtype=pl.String)
+_RANK = {v: i for i, v in enumerate(EVIDENCE_LEVELS)}
+
+
+def _level_name(rank: pl.Expr) -> pl.Expr:
+    """An evidence rank (`ev_rank`, or the max of it over a group) as its level's name."""
+    return rank.replace_strict(dict(enumerate(EVIDENCE_LEVELS)), default=None, return_dtype=pl.String)
+
+
+def shared(f: pl.LazyFrame) -> pl.LazyFrame:
+    """Columns several detectors read, added once (run_checks materialises them before every plan):
+    `again` (the turn repeats the previous one, `_again_expr`), `hit_nothing` (`_click_hit_nothing_expr`)
+    and `ev_rank` (the step's evidence level as its rank in EVIDENCE_LEVELS)."""
+    if "hit_nothing" in f.collect_schema().names():
+        return f
+    return f.with_columns(
+        again=_again_expr(), ev_rank=pl.col("evidence").replace_strict(_RANK, return_dtype=pl.Int8)
+    ).with_columns(hit_nothing=_click_hit_nothing_expr())
 
 
 def runs(frame: pl.LazyFrame, flag: pl.Expr, **aggs: pl.Expr) -> pl.LazyFrame:
@@ -228,11 +241,14 @@ def _count(frame: pl.LazyFrame, name: str) -> pl.LazyFrame:
 
 
 def _again() -> pl.Expr:
+    return pl.col("again")
+
+
+def _again_expr() -> pl.Expr:
     """This turn repeats the previous one: identically, or as a coordinate click of the same kind within
-    NEAR grid points of the previous one (a near-identical re-click aims at the same control)."""
-    single = ~pl.col("act").str.contains("}, {", literal=True) & ~pl.col("act").str.contains(
-        "},{", literal=True
-    )
+    NEAR grid points of the previous one (a near-identical re-click aims at the same control), or within
+    REAIM of it when the model says the previous click did not work ("Let me click it more precisely")."""
+    single = ~pl.col("several")
     near_click = (
         pl.col("same_prev")
         & pl.col("action_name").is_in(CLICKS)
@@ -243,44 +259,52 @@ def _again() -> pl.Expr:
     )
     dx, dy = (pl.col("px") - prev(pl.col("px"))).abs(), (pl.col("py") - prev(pl.col("py"))).abs()
     near = (dx <= NEAR) & (dy <= NEAR)
-    re_aimed = (
-        (dx <= REAIM) & (dy <= REAIM) & pl.col("said_failed")
-    )  # "it didn't work, let me click more precisely"
+    re_aimed = (dx <= REAIM) & (dy <= REAIM) & pl.col("said_failed")
     return pl.col("is_repeat") | (near_click & (near | re_aimed)).fill_null(False)
 
 
 def _repeat_runs(f: pl.LazyFrame) -> pl.LazyFrame:
     """Runs of the same turn issued back to back, with how many repeats were provably ineffective, provably
     effective or of unknown effect, and the confidence that the run is a loop (see `_loop_confidence`)."""
-    f = f.with_columns(_again=_again(), _reported=nxt(pl.col("said_failed")).fill_null(False))
+    f = f.with_columns(
+        _again=_again(),
+        _reported=nxt(pl.col("said_failed")).fill_null(False),
+        _worked=nxt(pl.col("said_worked")).fill_null(False),
+    )
     again = pl.col("_again")
     member = again | nxt(again).fill_null(False)
     reported = pl.col("_reported")  # the next turn says this one did not work (read before rows are dropped)
-    ineffective = again & (pl.col("failed") | _unchanged() | (reported & pl.col("unknown")))
-    undecided = again & ~pl.col("failed") & pl.col("unknown") & ~reported
-    return (
+    # the effect is not observed: no comparable next screen, or no next step at all (the run ends on it)
+    unobserved = pl.col("unknown") | (~pl.col("same_next") & pl.col("changed").is_null())
+    ineffective = again & (pl.col("failed") | _unchanged() | (reported & unobserved))
+    undecided = again & ~pl.col("failed") & unobserved & ~reported & ~pl.col("_worked")
+    level = pl.when(reported & unobserved).then(pl.lit(_RANK["reasoning"], pl.Int8)).otherwise("ev_rank")
+    return (  # row-level values first, on the (few) member rows; the aggregations are then plain ones
         f.with_columns(_run=(~again).cum_sum())
         .filter(member)
+        .with_columns(
+            _repeat_step=pl.when(again).then("step_index"),
+            _exact=~again | pl.col("is_repeat"),
+            _ineffective=ineffective,
+            _undecided=undecided,
+            _level=pl.when(ineffective).then(level),
+        )
         .group_by("_run")
         .agg(
             pl.col("trajectory_id").first(),
             first_step=pl.col("step_index").min(),
-            first_repeat=pl.col("step_index").filter(again).min(),
+            first_repeat=pl.col("_repeat_step").min(),
             last_step=pl.col("step_index").max(),
             n=pl.len(),
-            exact=pl.col("is_repeat").filter(again).all(),
+            exact=pl.col("_exact").all(),
             scrolling=pl.col("action_name").first().is_in(SCROLLS),
-            ineffective=ineffective.sum(),
-            undecided=undecided.sum(),
-            level=_strongest(
-                pl.when(reported & pl.col("unknown"))
-                .then(pl.lit("reasoning"))
-                .otherwise(pl.col("evidence"))
-                .filter(ineffective)
-            ),
-            action=_action_text().first(),
+            ineffective=pl.col("_ineffective").sum(),
+            undecided=pl.col("_undecided").sum(),
+            level=pl.col("_level").max(),
+            action=pl.col("act").first(),
         )
         .filter(pl.col("n") >= MIN_REPEATS)
+        .with_columns(action=pl.col("action").str.slice(0, _MAX_EVIDENCE_ACTION))
         .with_columns(confidence=_loop_confidence())
     )
 
@@ -324,7 +348,7 @@ def detect_exact_repeats(f: pl.LazyFrame) -> pl.LazyFrame:
             "action": pl.col("action"),
         },
         level=pl.when(pl.col("ineffective") >= MIN_INEFFECTIVE)
-        .then(pl.col("level"))
+        .then(_level_name(pl.col("level")))
         .otherwise(pl.lit("actions")),
         confidence=pl.col("confidence"),
     )
@@ -364,7 +388,7 @@ def _cycles(f: pl.LazyFrame) -> pl.LazyFrame:
         "act_h",
         "tree",
         "shot",
-        "evidence",
+        "ev_rank",
         **{f"{c}_{p}": pl.col(c).shift(p) for c in ("act_h", "traj_no", "tree", "shot") for p in lags},
     )
     match = {
@@ -386,7 +410,7 @@ def detect_short_cycles(f: pl.LazyFrame) -> pl.LazyFrame:
     cands = _cycles(f)
     parts = []
     for p in PERIODS:
-        found = runs(cands, pl.col("cyc") & (pl.col("period") == p), level=_strongest(pl.col("evidence")))
+        found = runs(cands, pl.col("cyc") & (pl.col("period") == p), level=pl.col("ev_rank").max())
         found = found.filter(pl.col("n") >= p)
         parts.append(
             _findings(
@@ -396,7 +420,7 @@ def detect_short_cycles(f: pl.LazyFrame) -> pl.LazyFrame:
                 pl.col("first_step"),
                 pl.col("last_step"),
                 {"period": pl.lit(p)},
-                level=pl.col("level"),
+                level=_level_name(pl.col("level")),
                 confidence=0.9,
             )
         )
@@ -425,7 +449,7 @@ def _streak_step() -> pl.Expr:
 @check
 def detect_no_progress(f: pl.LazyFrame) -> pl.LazyFrame:
     """Whatever the actions were, the screen stayed the same for k of them: the agent is stuck."""
-    found = runs(f, _unchanged() & _streak_step(), level=_strongest(pl.col("evidence")))
+    found = runs(f, _unchanged() & _streak_step(), level=pl.col("ev_rank").max())
     return _findings(
         found.filter(pl.col("n") >= NO_PROGRESS_STEPS),
         "loop",
@@ -433,7 +457,7 @@ def detect_no_progress(f: pl.LazyFrame) -> pl.LazyFrame:
         pl.col("first_step"),
         pl.col("last_step"),
         {"steps": pl.col("n")},
-        level=pl.col("level"),
+        level=_level_name(pl.col("level")),
         confidence=0.85,
     )
 
@@ -556,6 +580,10 @@ def _focused_then_used() -> pl.Expr:
 
 
 def _click_hit_nothing() -> pl.Expr:
+    return pl.col("hit_nothing")
+
+
+def _click_hit_nothing_expr() -> pl.Expr:
     """Clicks that provably hit nothing (see the module docstring)."""
     clicked_again = nxt(_again()).fill_null(
         False
@@ -871,7 +899,7 @@ UNDECIDABLE: tuple[Check, ...] = (
 def run_checks(steps: pl.LazyFrame | pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Every detector and undecidable count over the same features, run as one parallel batch of queries:
     (findings sorted by trajectory and step, undecidable counts per trajectory and check)."""
-    f = as_features(steps)
+    f = shared(as_features(steps)).collect().lazy()
     results = pl.collect_all([c.plan(f) for c in DETECTORS + UNDECIDABLE])
     findings = pl.concat([pl.DataFrame(schema=FINDING_SCHEMA), *results[: len(DETECTORS)]])
     undecidable = pl.concat([pl.DataFrame(schema=UNDECIDABLE_SCHEMA), *results[len(DETECTORS) :]])

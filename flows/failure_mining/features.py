@@ -23,6 +23,8 @@ Conventions the detectors rely on:
   name, else from the URL it led to; null when the action failed) and `sens_from` what said so;
 - `said_failed`: the step's own raw output says the previous action did not work ("still showing", "didn't
   open", "try again"; English only): the model's report of an effect it saw, evidence level `reasoning`;
+  `said_worked`: it says the previous action did what it meant ("Now I have 2 protons", "has been added")
+  and not that it failed;
 - `evidence` is the strongest evidence the step's effect is known from: errors (the action failed),
   screenshot, ui_tree, url (the next step's URL differs), else actions.
 """
@@ -71,11 +73,22 @@ _SAID_PURPOSE = (
 )
 # The model saying its previous action did not work (English only): "still showing", "didn't", "try again".
 _SAID_NO_EFFECT = (
-    r"(?i)\b(?:still (?:showing|there|visible|the same|not|on the|shows|persists?)|didn'?t (?:work|open|navigate|"
-    r"change|register|apply|respond|seem)|did not (?:work|open|navigate|change|register|apply)|doesn'?t seem to|"
-    r"does not seem to|isn'?t (?:working|responding|opening)|not (?:working|responding|navigating)|hasn'?t "
-    r"(?:changed|been|opened|updated)|no (?:change|effect)|(?:try|trying) (?:again|clicking)|more precisely|"
-    r"keeps? (?:intercepting|hitting|expanding)|persists?|persistent|accidentally)"
+    r"(?i)\b(?:still (?:\w+ ){0,2}?(?:showing|there|visible|the same|not|on the|shows?|persists?|open|closed|"
+    r"selected|displayed|present|loading)|didn'?t (?:\w+ )?(?:work|open|navigate|change|register|apply|respond|"
+    r"seem|take|go through|load|expand|close|select|happen)|did not (?:\w+ )?(?:work|open|navigate|change|"
+    r"register|apply|respond|take|load|expand|close|select|happen)|doesn'?t seem to|does not seem to|"
+    r"isn'?t (?:working|responding|opening)|not (?:working|responding|navigating)|hasn'?t (?:changed|been|opened|"
+    r"updated)|no (?:change|effect)|nothing (?:happened|changed)|(?:try|trying) (?:again|clicking)|"
+    r"more precise(?:ly)?|more precision|keeps? (?:intercepting|hitting|expanding)|persists?|persistent|"
+    r"accidentally|got selected instead)"
+)
+# The model reporting that its previous action did what it wanted (English only): "Now I have 2 protons",
+# "it shows 2+", "has been added". Read only where the step's words do not also say it failed.
+_SAID_WORKED = (
+    r"(?i)(?:^|[.!\n]\s*)(?:good|great|perfect|excellent)\b|\b(?:now (?:I have|it shows|it says|shows|says|"
+    r"displays|has|there (?:is|are))|it (?:now )?shows \S|I'?ve (?:added|selected|set|increased|decreased|"
+    r"moved|entered)|(?:has|have) been (?:added|selected|applied|set|updated|increased|entered|submitted|saved)|"
+    r"is now (?:selected|set|checked|open|showing|applied|displayed|active)|(?:successfully|worked)\b)"
 )
 # In a model's own words, the control it is about to click: `click on the "Save" button`, `tap 'Send'`.
 _SAID_TARGET = (
@@ -98,11 +111,8 @@ def nxt(expr: pl.Expr, n: int = 1) -> pl.Expr:
 def contains_action(name: str) -> pl.Expr:
     """Whether any action of the turn is `name` (a turn may carry a batch of actions); the JSON is only
     searched for turns of several actions, the rest answer from `action_name`."""
-    several = pl.col("act").str.contains("}, {", literal=True) | pl.col("act").str.contains(
-        "},{", literal=True
-    )
     return (
-        pl.when(several)
+        pl.when(pl.col("several"))
         .then(pl.col("act").str.contains(rf'"action"\s*:\s*"{name}"'))
         .otherwise((pl.col("action_name") == name).fill_null(False))
     )
@@ -135,36 +145,53 @@ def in_trajectory_order(frame: pl.DataFrame) -> pl.DataFrame:
     return frame.sort("trajectory_id", "step_index")
 
 
+def _per_action(acts: pl.LazyFrame) -> pl.LazyFrame:
+    """What every detector reads from a turn's actions JSON, computed once per distinct JSON (turns repeat
+    across millions of steps: the regular expressions are the costly part), keyed by its hash `act_h`."""
+    return (
+        acts.with_columns(
+            px=pl.col("act").str.extract(r'"x"\s*:\s*(\d+)', 1).cast(pl.Int32, strict=False),
+            py=pl.col("act").str.extract(r'"y"\s*:\s*(\d+)', 1).cast(pl.Int32, strict=False),
+            action_name=pl.col("act").str.extract(_FIRST_ACTION, 1),
+            targetless=~pl.col("act").str.contains('"target"', literal=True),
+            target_name=pl.col("act").str.extract(_TARGET_NAME, 1),
+            several=pl.col("act").str.contains("}, {", literal=True) | pl.col("act").str.contains("},{", literal=True),
+        )
+        .with_columns(has_call_user=contains_action("call_user"), has_terminate=contains_action("terminate"))
+        .drop("act")
+    )
+
+
 def step_features(steps: pl.LazyFrame | pl.DataFrame) -> pl.DataFrame:
     """Order once and derive the columns every detector shares, so no detector parses JSON twice."""
     frame = steps.collect() if isinstance(steps, pl.LazyFrame) else steps
     frame = in_trajectory_order(with_missing_columns(frame))
     tid = pl.col("trajectory_id").hash()  # 64-bit: two adjacent trajectories never collide in practice
     lf = frame.lazy().with_row_index("row").with_columns(same_prev=(tid.shift(1) == tid).fill_null(False))
+    lf = lf.with_columns(
+        traj_no=(~pl.col("same_prev")).cast(pl.UInt32).cum_sum(),
+        same_next=pl.col("same_prev").shift(-1).fill_null(False),
+        act=pl.col("actions_json").fill_null("[]"),
+        failed=pl.col("ok").not_().fill_null(False),
+        tree=pl.when(pl.col("ui_tree_sha").is_not_null()).then(pl.col("ui_tree_sha").hash()),
+        shot=pl.when(pl.col("screenshot_sha").is_not_null()).then(pl.col("screenshot_sha").hash()),
+    ).with_columns(act_h=pl.col("act").hash())
+    base = lf.collect()
+    per_action = _per_action(base.lazy().select("act_h", "act").unique("act_h")).collect()
+    at = base["act_h"].replace_strict(  # each step's row in per_action: a hash lookup, then plain gathers
+        per_action["act_h"], pl.int_range(per_action.height, eager=True, dtype=pl.UInt32), return_dtype=pl.UInt32
+    )
     lf = (
-        lf.with_columns(
-            traj_no=(~pl.col("same_prev")).cast(pl.UInt32).cum_sum(),
-            same_next=pl.col("same_prev").shift(-1).fill_null(False),
-            act=pl.col("actions_json").fill_null("[]"),
-            failed=pl.col("ok").not_().fill_null(False),
-            tree=pl.when(pl.col("ui_tree_sha").is_not_null()).then(pl.col("ui_tree_sha").hash()),
-            shot=pl.when(pl.col("screenshot_sha").is_not_null()).then(pl.col("screenshot_sha").hash()),
-        )
+        base.with_columns(**{c: per_action[c].gather(at) for c in per_action.columns if c != "act_h"})
+        .lazy()
         .with_columns(
-            act_h=pl.col("act").hash(),
-            px=pl.col("act").str.extract(r'"x"\s*:\s*(\d+)', 1).cast(pl.Int32, strict=False),
-            py=pl.col("act").str.extract(r'"y"\s*:\s*(\d+)', 1).cast(pl.Int32, strict=False),
             url_changed=pl.when(
                 pl.col("same_next") & pl.col("url").is_not_null() & pl.col("url").shift(-1).is_not_null()
             ).then(pl.col("url") != pl.col("url").shift(-1)),
-            action_name=pl.col("act").str.extract(_FIRST_ACTION, 1),
-            targetless=~pl.col("act").str.contains('"target"', literal=True),
             tree_changed=_differs_next("tree"),
             shot_changed=_differs_next("shot"),
         )
         .with_columns(
-            has_call_user=contains_action("call_user"),
-            has_terminate=contains_action("terminate"),
             is_repeat=pl.col("same_prev")
             & (pl.col("act_h") == pl.col("act_h").shift(1))
             & (pl.col("act") != "[]"),
@@ -175,7 +202,6 @@ def step_features(steps: pl.LazyFrame | pl.DataFrame) -> pl.DataFrame:
             & pl.col("tree_changed").is_null()
             & pl.col("shot_changed").is_null()
             & ~pl.col("url_changed").fill_null(False),
-            target_name=pl.col("act").str.extract(_TARGET_NAME, 1),
         )
         .with_columns(
             evidence=pl.when(pl.col("failed"))
@@ -204,6 +230,7 @@ def _with_model_words(features: pl.DataFrame) -> pl.DataFrame:
     picked = features.select("raw_output").gather(rows).with_columns(click=wanted["click"].gather(rows))
     said = picked.select(
         failed=pl.col("raw_output").str.contains(_SAID_NO_EFFECT),
+        worked=pl.col("raw_output").str.contains(_SAID_WORKED),
         named=pl.when(pl.col("click")).then(
             pl.coalesce(
                 pl.col("raw_output").str.extract_all(_SAID_TARGET).list.last().str.extract(_SAID_TARGET, 1),
@@ -212,10 +239,13 @@ def _with_model_words(features: pl.DataFrame) -> pl.DataFrame:
         ),
     )
     n = features.height
-    failed = pl.repeat(False, n, eager=True).scatter(rows, said["failed"])
+    failed = pl.repeat(False, n, eager=True).scatter(rows, said["failed"]).fill_null(False)
+    worked = pl.repeat(False, n, eager=True).scatter(rows, said["worked"]).fill_null(False)
     named = pl.repeat(None, n, dtype=pl.String, eager=True).scatter(rows, said["named"])
     return features.with_columns(
-        said_failed=failed.fill_null(False), target_name=pl.coalesce(pl.col("target_name"), named)
+        said_failed=failed,
+        said_worked=worked & ~failed,
+        target_name=pl.coalesce(pl.col("target_name"), named),
     )
 
 

@@ -25,12 +25,9 @@ import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 
-import duckdb
 import polars as pl
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from flows.failure_mining.detectors import UNDECIDABLE_CHECKS, run_checks
 from flows.failure_mining.features import STEP_COLUMNS, attach_trajectories, prev, step_features
@@ -39,7 +36,7 @@ from flows.failure_mining.rewards import DEFAULT_WEIGHTS, RewardWeights, step_re
 from lake import Lake, utcnow
 from lake.schemas import schema_for
 
-DETECTOR_VERSION = "mining-2"
+DETECTOR_VERSION = "mining-3"
 BATCH_STEPS = 2_000_000
 _SAFE = re.compile(r"[^A-Za-z0-9_.=-]+")
 # Per trajectory in `mined.undecidable_json`: each check's undecidable cases, and the steps missing a screen.
@@ -103,7 +100,7 @@ def pending_trajectories(
     `files` (how many files hold them). Only the trajectory_id column of the step files is read."""
     if not lake.files("trajectories"):
         return pl.DataFrame(schema={"trajectory_id": pl.String, "file": pl.String})
-    files = [f.as_posix() for f in lake.files("steps")]
+    files = [str(f) for f in lake.files("steps")]
     located = (
         "WITH pairs AS (SELECT DISTINCT trajectory_id, filename FROM read_parquet($files, filename = true)) "
         "SELECT trajectory_id, min(filename) AS file, max(filename) AS last_file, count(*)::INTEGER AS files "
@@ -120,8 +117,7 @@ def pending_trajectories(
                    FROM tasks),
              located AS ({located})
         SELECT t.trajectory_id, t.task_id, t.sandbox, t.policy, t.num_steps, v.verdict, r.reference_len,
-               -- older trajectory files have no instruction column: read it by name, else the task's
-               coalesce(json_extract_string(to_json(t), '$.instruction'), r.task_instruction) AS instruction,
+               coalesce({{instruction}}, r.task_instruction) AS instruction,
                located.file, located.last_file, located.files
         FROM trajectories t LEFT JOIN v USING (trajectory_id) LEFT JOIN r USING (task_id)
              LEFT JOIN located USING (trajectory_id)
@@ -138,7 +134,10 @@ def pending_trajectories(
         params["files"] = files
     con = lake.connect()
     try:
-        return con.sql(sql, params=params).pl()
+        # a lake whose trajectory files all predate the instruction column has none: the task's then
+        names = con.sql("SELECT * FROM trajectories LIMIT 0").columns
+        instruction = "t.instruction" if "instruction" in names else "NULL"
+        return con.sql(sql.replace("{instruction}", instruction), params=params).pl()
     finally:
         con.close()
 
@@ -147,7 +146,7 @@ def pending_trajectories(
 class StepBatch:
     """Step files to read together and the pending trajectories whose steps they hold."""
 
-    files: list[Path]
+    files: list[str]  # as `lake.files("steps")` names them: paths, or URIs on object storage
     trajectories: pl.DataFrame
 
 
@@ -158,7 +157,7 @@ def step_batches(lake: Lake, pending: pl.DataFrame, batch_steps: int = BATCH_STE
     if located.is_empty():
         return []
     files = located["file"].unique().sort().to_list()
-    sizes = {f: pq.read_metadata(f).num_rows for f in files}
+    sizes = lake.file_rows("steps")
     batches: list[list[str]] = [[]]
     for group in _files_read_together(lake, located, files):
         if batches[-1] and sum(sizes.get(f, 0) for f in batches[-1] + group) > batch_steps:
@@ -169,7 +168,7 @@ def step_batches(lake: Lake, pending: pl.DataFrame, batch_steps: int = BATCH_STE
         batch=pl.col("file").replace_strict(which, return_dtype=pl.Int32)
     ).partition_by("batch", as_dict=True, include_key=False)
     return [
-        StepBatch([Path(f) for f in batch], parts[(i,)]) for i, batch in enumerate(batches) if (i,) in parts
+        StepBatch(list(batch), parts[(i,)]) for i, batch in enumerate(batches) if (i,) in parts
     ]
 
 
@@ -200,14 +199,14 @@ def _spanning_file_lists(lake: Lake, spanning: pl.DataFrame) -> list[list[str]]:
     more = spanning.filter(pl.col("files") > 2)
     if more.is_empty():
         return [list(p) for p in pairs]
-    con = duckdb.connect()
+    con = lake.raw_connection()
     try:
         con.register("wanted", more.select("trajectory_id"))
         lists = (
             con.sql(
                 "SELECT list(DISTINCT filename) AS files FROM read_parquet($files, filename = true) "
                 "WHERE trajectory_id IN (SELECT trajectory_id FROM wanted) GROUP BY trajectory_id",
-                params={"files": [f.as_posix() for f in lake.files("steps")]},
+                params={"files": [str(f) for f in lake.files("steps")]},
             )
             .pl()["files"]
             .to_list()
@@ -217,16 +216,9 @@ def _spanning_file_lists(lake: Lake, spanning: pl.DataFrame) -> list[list[str]]:
     return [list(p) for p in pairs] + lists
 
 
-def read_steps(files: list[Path]) -> pl.DataFrame:
-    """The miner's columns of these step files (a file missing a column gets nulls)."""
-    try:
-        return pl.read_parquet(files, columns=list(STEP_COLUMNS))
-    except pl.exceptions.ColumnNotFoundError:  # an older file without some column
-        return (
-            pl.scan_parquet(files, missing_columns="insert", extra_columns="ignore")
-            .select(STEP_COLUMNS)
-            .collect()
-        )
+def read_steps(lake: Lake, files: list[str]) -> pl.DataFrame:
+    """The miner's columns of these step files (a file missing a column gets nulls), wherever the lake is."""
+    return pl.from_arrow(lake.read_files("steps", files, STEP_COLUMNS))
 
 
 # ---- mining one batch --------------------------------------------------------------------------------------
@@ -420,13 +412,16 @@ def write_frame(lake: Lake, table: str, frame: pl.DataFrame, run_id: str, batch:
 
 
 def _write_batch(lake: Lake, out: dict[str, pl.DataFrame], run_id: str, batch: str) -> None:
+    """The batch's rows keyed by detector version and trajectories, not by run: a run killed between these
+    commits leaves the batch pending, and the re-run's same batch replaces what it had landed."""
     for table in ("failures", "step_rewards", "failure_seeds", "mined"):  # mined last: it commits the batch
-        write_frame(lake, table, out[table], run_id, batch)
+        write_frame(lake, table, out[table], f"mine-{DETECTOR_VERSION}", batch)
 
 
 def _batch_name(index: int, trajectory_ids: pl.Series) -> str:
-    """Names differ when the trajectories differ, so a retried run never overwrites another batch."""
-    return f"mine{index:04d}-{trajectory_ids.hash().sum() % 10**10:010d}"
+    """Named by its trajectories alone (not its place in the run), so a re-run's batch of the same
+    trajectories replaces a killed run's rows, and batches of other trajectories never overwrite it."""
+    return f"mine-{trajectory_ids.hash().sum() % 10**10:010d}"
 
 
 # ---- the run ----------------------------------------------------------------------------------------------
@@ -456,7 +451,7 @@ def mine(
     with ThreadPoolExecutor(max_workers=1) as writer:  # writes batch i while batch i+1 is mined
         writing = None
         for index, batch in enumerate(step_batches(lake, pending, batch_steps)):
-            out = mine_frame(read_steps(batch.files), batch.trajectories, run_id, weights)
+            out = mine_frame(read_steps(lake, batch.files), batch.trajectories, run_id, weights)
             here = out["mined"]["trajectory_id"]
             if writing is not None:
                 writing.result()  # one batch in flight at most: memory stays bounded
@@ -478,7 +473,7 @@ def mine(
 def mine_batch(lake: Lake, run_id: str, batch: StepBatch, index: int, weights: RewardWeights = DEFAULT_WEIGHTS) -> MiningSummary:
     """Mine one shard of steps and land it as its own (run, batch) rows; its part of the run's summary
     (`merge_summary`). For engines that spread shards over workers."""
-    out = mine_frame(read_steps(batch.files), batch.trajectories, run_id, weights)
+    out = mine_frame(read_steps(lake, batch.files), batch.trajectories, run_id, weights)
     here = out["mined"]["trajectory_id"]
     _write_batch(lake, out, run_id, _batch_name(index, here))
     part = MiningSummary(run_id=run_id, trajectories=here.len(), steps=out["step_rewards"].height,

@@ -17,6 +17,7 @@ viewport is assumed (it only scales points to our grid).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import subprocess
 import tempfile
@@ -34,6 +35,13 @@ BASELINE_REPEATS = 3
 ABP_REPO = "theredsix/abp-online-mind2web-results"
 ABP_VIEWPORT = {"width": 1280, "height": 900}
 LABELS = Path(__file__).resolve().parents[2] / "tests" / "data" / "mining_eval" / "labels.jsonl"
+HALVES = ("tune", "held_out")
+
+
+def half_of(task_id: str) -> str:
+    """The fixed split of a labelled set: detector constants are tuned on "tune" only; "held_out" is
+    scored, never read while tuning. By the sha256 of the source's task_id, so it never moves."""
+    return HALVES[int(hashlib.sha256(task_id.encode()).hexdigest(), 16) % 2]
 
 
 def build_abp_set(git_dir: str | Path, out: str | Path, commit: str = "HEAD") -> int:
@@ -168,17 +176,9 @@ def _kind_scores(findings: pl.DataFrame, labels: pl.DataFrame) -> dict:
     return out
 
 
-def evaluate_set(data: str | Path, labels: str | Path = LABELS) -> dict:
-    """Precision, recall and F1 per kind, per evidence level and for the baselines, on a labelled set."""
-    frames = load_set(data)
-    label_frame, ids = labels_for(frames, labels)
-    trajectories = frames["trajectories"].filter(pl.col("trajectory_id").is_in(ids))
-    steps = frames["steps"].filter(pl.col("trajectory_id").is_in(ids))
-    findings = detect_all(attach_trajectories(step_features(steps), trajectories))
+def _scores(findings: pl.DataFrame, label_frame: pl.DataFrame, steps: pl.DataFrame) -> dict:
+    """Per kind, per evidence level and for the baselines, over the trajectories of these frames."""
     result = {
-        "trajectories": len(ids),
-        "steps": steps.height,
-        "labels": {k: label_frame.filter(pl.col("kind") == k).height for k in KINDS},
         "kinds": _kind_scores(findings, label_frame),
         "by_evidence_level": {},
         "baselines": {
@@ -194,4 +194,32 @@ def evaluate_set(data: str | Path, labels: str | Path = LABELS) -> dict:
         result["by_evidence_level"][level] = _kind_scores(
             findings.filter(pl.col("evidence_level") == level), label_frame
         )
+    return result
+
+
+def evaluate_set(data: str | Path, labels: str | Path = LABELS) -> dict:
+    """Precision, recall and F1 per kind, per evidence level and for the baselines, on a labelled set: on
+    all of it, and on each half of the fixed split (`half_of`)."""
+    frames = load_set(data)
+    label_frame, ids = labels_for(frames, labels)
+    trajectories = frames["trajectories"].filter(pl.col("trajectory_id").is_in(ids))
+    steps = frames["steps"].filter(pl.col("trajectory_id").is_in(ids))
+    findings = detect_all(attach_trajectories(step_features(steps), trajectories))
+    result = {
+        "trajectories": len(ids),
+        "steps": steps.height,
+        "labels": {k: label_frame.filter(pl.col("kind") == k).height for k in KINDS},
+        **_scores(findings, label_frame, steps),
+        "halves": {},
+    }
+    halves = trajectories.select(
+        "trajectory_id", half=pl.col("task_id").map_elements(half_of, return_dtype=pl.String)
+    )
+    for half in HALVES:
+        here = halves.filter(pl.col("half") == half)["trajectory_id"].implode()
+        in_half = pl.col("trajectory_id").is_in(here)
+        result["halves"][half] = {
+            "trajectories": halves.filter(pl.col("half") == half).height,
+            **_scores(findings.filter(in_half), label_frame.filter(in_half), steps.filter(in_half)),
+        }
     return result

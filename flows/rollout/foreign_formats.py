@@ -1,6 +1,6 @@
 """Steps of other agents' logs as our actions: BrowserGym / AgentLab action strings, Mind2Web operations,
-AITW / AndroidControl episodes, OpenAI and Anthropic computer-use tool calls, and plain action-history text
-("Click at (600, 475)"). Each `*_step` turns one source step into (actions, raw_output, fields); anything
+AITW / AndroidControl episodes, OpenAI and Anthropic computer-use tool calls, plain action-history text
+("Click at (600, 475)"), and MiniWoB++ demonstrations (a person's DOM events with a DOM snapshot per event). Each `*_step` turns one source step into (actions, raw_output, fields); anything
 it cannot read raises `ForeignStepError(code, detail)`, which the importer turns into a quarantine reason.
 
 Pixel coordinates become our 0..999 grid through the screen size (`Screen`); a source that gives pixels
@@ -15,6 +15,7 @@ calls are read with `ast.parse`, never evaluated.
 from __future__ import annotations
 
 import ast
+import hashlib
 import json
 import re
 from dataclasses import dataclass
@@ -588,7 +589,10 @@ def _openai_action(args: dict, screen: Screen) -> list[Action]:
 def transcript_steps(record: dict) -> tuple[list[dict], str | None]:
     """An OpenAI Responses `output`/`items` list or an Anthropic `messages` list as step records (one per
     computer call, with the assistant's text before it as its reasoning) and the first user text as the
-    instruction. `call_user`-like questions are not invented: a transcript says nothing of them."""
+    instruction. `call_user`-like questions are not invented: a transcript says nothing of them. A MiniWoB++
+    demo goes to `miniwob_demo_steps`."""
+    if is_miniwob_demo(record):
+        return miniwob_demo_steps(record)
     items = record.get("items") or record.get("output") or record.get("messages") or []
     if not isinstance(items, list):
         raise ForeignStepError("wrong_type:messages", "a transcript is a list of messages or items")
@@ -633,5 +637,139 @@ def transcript_steps(record: dict) -> tuple[list[dict], str | None]:
 
 
 def is_transcript(record: dict) -> bool:
+    """A whole-episode record whose steps we derive: a computer-use transcript or a MiniWoB++ demo."""
     items = record.get("items") or record.get("output") or record.get("messages")
-    return "steps" not in record and isinstance(items, list)
+    return "steps" not in record and (isinstance(items, list) or is_miniwob_demo(record))
+
+
+# ---- MiniWoB++ demonstrations ---------------------------------------------------------------------------
+# stanfordnlp/miniwob-plusplus-demos: {"utterance", "states": [{"time", "action", "dom"}], "reward",
+# "rawReward"}. Every DOM event is recorded twice (`timing` 1 before the page handled it, 3 after) with the
+# DOM at that moment: nodes {tag (INPUT_<type> for inputs), left, top, width, height, children, id, classes,
+# text, value, focused, recordingTarget (the event's target)}.
+
+MINIWOB_AREA = (160, 210)  # the task area every MiniWoB++ page draws in (its #wrap), in CSS pixels
+_MINIWOB_KEYS = {8: "Backspace", 9: "Tab", 13: "Enter", 27: "Escape", 33: "PageUp", 34: "PageDown",
+                 35: "End", 36: "Home", 37: "ArrowLeft", 38: "ArrowUp", 39: "ArrowRight", 40: "ArrowDown",
+                 46: "Delete"}
+_VOLATILE = ("recordingTarget",)  # marks the event's target, not a property of the page
+
+
+def is_miniwob_demo(record: dict) -> bool:
+    return isinstance(record.get("states"), list) and "utterance" in record and "steps" not in record
+
+
+def _dom_sha(dom: Any) -> str | None:
+    """The DOM snapshot as a UI-tree hash: canonical JSON without the recorder's own marks."""
+    if not isinstance(dom, dict):
+        return None
+
+    def clean(node: dict) -> dict:
+        out = {k: v for k, v in node.items() if k not in _VOLATILE and k != "children"}
+        out["children"] = [clean(c) for c in node.get("children") or [] if isinstance(c, dict)]
+        return out
+
+    return hashlib.sha256(json.dumps(clean(dom), sort_keys=True).encode()).hexdigest()
+
+
+def _node_at(dom: Any, x: float, y: float) -> dict | None:
+    """The event's target (`recordingTarget`), else the deepest node whose box holds the point."""
+    found: list[dict] = []
+
+    def walk(node: dict) -> dict | None:
+        if node.get("recordingTarget"):
+            return node
+        box = [node.get(k) for k in ("left", "top", "width", "height")]
+        if all(isinstance(v, int | float) for v in box) and box[0] <= x <= box[0] + box[2] and box[1] <= y <= box[1] + box[3]:
+            found.append(node)
+        for child in node.get("children") or []:
+            if isinstance(child, dict) and (hit := walk(child)):
+                return hit
+        return None
+
+    return (walk(dom) if isinstance(dom, dict) else None) or (found[-1] if found else None)
+
+
+def _describe(node: dict | None) -> str:
+    if not node:
+        return "nothing"
+    ident = f"#{node['id']}" if node.get("id") else ""
+    text = str(node.get("text") or "")[:40]
+    return f"{node.get('tag', '?')}{ident}" + (f" text={text}" if text else "")
+
+
+def miniwob_demo_steps(record: dict) -> tuple[list[dict], str | None]:
+    try:
+        return _miniwob_demo_steps(record)
+    except RecursionError:
+        raise ForeignStepError("invalid_value:dom", "a DOM snapshot nested too deeply to read") from None
+
+
+def _miniwob_demo_steps(record: dict) -> tuple[list[dict], str | None]:
+    """A person's DOM events as our steps: a press of the mouse (mousedown .. the clicks it caused: a click
+    on a label also clicks its input) is one left_click, a dblclick turns the clicks before it into one
+    double_click, keypresses in a row are one targetless type, Enter / Tab / arrows / Backspace are keys; a
+    scroll (the recorder keeps no delta) is kept as an unmapped action. Each step's `ui_tree_sha` is the DOM
+    when its first event began; a closing terminate (success when the task's raw reward is positive)
+    carries the last DOM, so the last action's effect is observed too. Points are CSS pixels of the
+    160 x 210 task area, scaled to our grid."""
+    states = [s for s in record["states"] if isinstance(s, dict)]
+    screen = Screen(*MINIWOB_AREA)
+    steps: list[dict] = []
+    pressed = False  # the last step is a mouse press whose click events are still coming
+
+    def add(actions: list[dict], raw: str, dom: Any, error: str | None = None) -> None:
+        steps.append({"actions": actions, "raw_output": f"human: {raw}", "ui_tree_sha": _dom_sha(dom),
+                      **({"format_error": error} if error else {})})
+
+    for state in states:
+        event = state.get("action")
+        if not isinstance(event, dict) or event.get("timing") != 1:
+            continue
+        kind, dom = event.get("type"), state.get("dom")
+        if kind == "mousedown":
+            x, y = screen.grid(event.get("x"), event.get("y"))
+            add([{"action": "left_click", "x": x, "y": y}],
+                f"click at ({event['x']}, {event['y']}) on {_describe(_node_at(dom, event['x'], event['y']))}", dom)
+            pressed = True
+        elif kind == "click" and not pressed:  # a click with no press of its own (keyboard, script)
+            x, y = screen.grid(event.get("x"), event.get("y"))
+            add([{"action": "left_click", "x": x, "y": y}], f"click at ({event['x']}, {event['y']})", dom)
+        elif kind == "dblclick":
+            clicks = [s for s in steps[-2:] if s["actions"] and s["actions"][0]["action"] == "left_click"]
+            del steps[len(steps) - len(clicks):]
+            x, y = screen.grid(event.get("x"), event.get("y"))
+            add([{"action": "double_click", "x": x, "y": y}], f"double click at ({event['x']}, {event['y']})",
+                dom if not clicks else None)
+            if clicks:
+                steps[-1]["ui_tree_sha"] = clicks[0]["ui_tree_sha"]
+        elif kind == "keypress" and event.get("charCode"):
+            code = event["charCode"]
+            if not isinstance(code, int) or isinstance(code, bool) or not 0 < code < 0x110000:
+                raise ForeignStepError("wrong_type:charCode", f"expected a character code, got {code!r}")
+            char = chr(code) if code != 13 else None
+            last = steps[-1]["actions"][0] if steps and steps[-1]["actions"] else {}
+            if char is None:
+                continue  # Enter: its keydown is the key step
+            if last.get("action") == "type" and not pressed:
+                last["text"] += char
+                steps[-1]["raw_output"] = f"human: type {last['text']!r}"
+            else:
+                add([{"action": "type", "text": char}], f"type {char!r}", dom)
+            pressed = False
+            continue
+        elif kind == "keydown" and event.get("keyCode") in _MINIWOB_KEYS:
+            name = _MINIWOB_KEYS[event["keyCode"]]
+            add([{"action": "key", "keys": [name]}], f"press {name}", dom)
+        elif kind == "scroll":
+            if steps and steps[-1].get("format_error", "").startswith(UNMAPPED):
+                continue  # one scroll gesture fires many events
+            add([], "scroll", dom, f"{UNMAPPED}: scroll (the recorder keeps no delta)")
+        else:
+            continue
+        pressed = kind == "mousedown" or (pressed and kind in ("mouseup", "click"))
+    last_dom = next((s.get("dom") for s in reversed(states) if s.get("dom") is not None), None)
+    status = "success" if (record.get("rawReward") or 0) > 0 else "failure"
+    add([{"action": "terminate", "status": status}], f"episode ended (raw reward {record.get('rawReward')})", last_dom)
+    utterance = record.get("utterance")
+    return steps, utterance if isinstance(utterance, str) else None

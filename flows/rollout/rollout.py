@@ -199,8 +199,10 @@ def rollout_batch(lake: Lake, run_id: str, policy_name: str, manifest: SandboxMa
 
     results = SandboxPool(manifest, workers, profile=profile).map(job, jobs, on_result=on_result)
     key = f"{manifest.name}-{batch}"
-    lake.write("trajectories", [r.trajectory for r in results], run_id, key)
+    # steps first: the trajectories row is what readers start from, so a run killed between the two commits
+    # leaves steps nobody reads rather than a trajectory without its steps (the importers' order too)
     lake.write("steps", [s for r in results for s in r.steps], run_id, key)
+    lake.write("trajectories", [r.trajectory for r in results], run_id, key)
     if client is not None:
         client.flush(batch=f"rollout-{key}")
     ended = Counter(r.trajectory["ended"] for r in results)

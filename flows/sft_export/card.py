@@ -25,7 +25,7 @@ from flows.sft_export.shards import Shard
 MANIFEST_VERSION = 1
 
 
-def lineage(kept: pl.DataFrame, lake_root: Path, rewards: list[dict[str, Any]]) -> dict[str, Any]:
+def lineage(kept: pl.DataFrame, lake_root: str | Path, rewards: list[dict[str, Any]]) -> dict[str, Any]:
     if kept.is_empty():
         return {"lake": str(lake_root), "sandboxes": {}, "tasks": 0, "policies": {}, "judge": {}}
     sandboxes = {s: sorted(c) for s, c in kept.group_by("sandbox").agg(pl.col("source_commit").unique().drop_nulls()).iter_rows()}
@@ -59,8 +59,11 @@ def _counts(frame: pl.DataFrame, col: str) -> dict[str, int]:
 
 
 def build_manifest(config: ExportConfig, schema: pa.Schema, shards: list[Shard], counts: dict[str, Any],
-                   scrubbed: dict[str, dict[str, int]], lineage_: dict[str, Any]) -> dict[str, Any]:
-    return {
+                   scrubbed: dict[str, dict[str, int]], lineage_: dict[str, Any],
+                   sidecars: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """`files` are the data shards; `sidecars` other files published beside them (listed only when there are
+    some, so exports without any keep their manifest hash)."""
+    return ({"sidecars": sidecars} if sidecars else {}) | {
         "manifest_version": MANIFEST_VERSION,
         "name": config.name,
         "config": config.content(),
@@ -157,7 +160,8 @@ def write_card(folder: Path, manifest: dict[str, Any], manifest_hash: str, gate:
 
     front = yaml.safe_dump(card_metadata(manifest, schema), sort_keys=False, allow_unicode=True, width=110)
     c, cfg, lin = manifest["counts"], manifest["config"], manifest["lineage"]
-    files = "\n".join(f"| `{f['path']}` | {f['rows']} | {f['bytes']} | `{f['sha256'][:16]}…` |" for f in manifest["files"])
+    files = "\n".join(f"| `{f['path']}` | {f['rows']} | {f['bytes']} | `{f['sha256'][:16]}…` |"
+                      for f in manifest["files"] + manifest.get("sidecars", []))
     schema = "\n".join(f"| `{f['name']}` | `{f['type']}` |" for f in manifest["schema"])
     dropped = "\n".join(f"| {r} | {n} |" for r, n in {**c["dropped"], **c["step_drops"]}.items() if n) or "| (none) | 0 |"
     scrubbed = "\n".join(f"| {k} | {sum(v.values())} | {', '.join(f'{f} {n}' for f, n in v.items()) or '-'} |"

@@ -133,7 +133,7 @@ def curate(lake: Lake, con: duckdb.DuckDBPyConnection, config: ExportConfig,
     ).to_arrow_table())
     dropped = Counter({r: n for r, n in rows.group_by("drop_reason").len().iter_rows() if r})
     chosen = rows.filter(pl.col("drop_reason").is_null()).drop("drop_reason")
-    files = sorted(f.as_posix() for f in lake.files("steps"))  # sorted: batches bisect on file names (Delta lists them unordered)
+    files = sorted(str(f) for f in lake.files("steps"))  # sorted: batches bisect on file names (Delta lists them unordered)
     located = locate_steps(con, files, chosen.select("trajectory_id"))
     chosen = chosen.join(located, on="trajectory_id", how="left")
     dropped["no_steps"] += chosen.filter(pl.col("steps").is_null()).height

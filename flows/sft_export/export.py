@@ -15,11 +15,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pyarrow.parquet as pq
+
 from flows.sft_export import card, curation, publish
 from flows.sft_export.config import ExportConfig
 from flows.sft_export.formats import ROW_FACTS, SCHEMAS, STEP_COLUMNS, RowBuilder, image_reader
 from flows.sft_export.scrub import PII_PATTERNS, Scrubber
-from flows.sft_export.shards import ShardWriter
+from flows.sft_export.shards import ShardWriter, file_sha256
 from lake import Lake
 
 
@@ -100,16 +102,16 @@ def _build(lake, con, config, cur, folder: Path, name_dir: Path, run_id: str, pr
     schema = SCHEMAS[config.format]
     writer = ShardWriter(folder / "data", schema, config.shard_bytes)
     scrubber = Scrubber()
-    builder = RowBuilder(config, scrubber, image_reader(lake.root, config.images))
+    builder = RowBuilder(config, scrubber, image_reader(lake, config.images))
     rewards = lake.files("step_rewards") if config.format == "action-rl" else None
-    lineage = card.lineage(cur.kept, lake.root, _reward_lineage(con, rewards, cur.kept))
+    lineage = card.lineage(cur.kept, lake.uri, _reward_lineage(con, rewards, cur.kept))
     total_steps = int(cur.kept["steps"].sum()) if not cur.kept.is_empty() else 0
     bar = progress.add_task(f"write {config.name}: steps", total=total_steps) if progress else None
     produced = images = 0
     # the kept rows in `ord` order, in step with the stream (which yields them in the same order)
     facts = cur.kept.select("ord", *ROW_FACTS).sort("ord").iter_rows(named=True) if total_steps else iter(())
     for tid, steps in curation.stream_trajectories(
-        con, cur.step_files, cur.kept, STEP_COLUMNS, [f.as_posix() for f in rewards] if rewards else None
+        con, cur.step_files, cur.kept, STEP_COLUMNS, [str(f) for f in rewards] if rewards else None
     ):
         traj = next(facts)
         while traj["trajectory_id"] != tid:
@@ -124,13 +126,14 @@ def _build(lake, con, config, cur, folder: Path, name_dir: Path, run_id: str, pr
         if progress:
             progress.advance(bar, len(steps))
     shards = writer.close()
+    sidecars = []
     if config.route == "negatives" and writer.rows:
-        _write_failures(con, cur.kept, folder / "failures.parquet")
+        sidecars.append(_write_failures(con, cur.kept, folder, "failures.parquet"))
     counts = {
         "rows": writer.rows, "trajectories": produced, "steps": builder.steps_out, "images": images,
         "considered": cur.considered, "kept": cur.kept.height, "dropped": cur.dropped, "step_drops": builder.step_drops,
     }
-    manifest = card.build_manifest(config, schema, shards, counts, scrubber.report(), lineage)
+    manifest = card.build_manifest(config, schema, shards, counts, scrubber.report(), lineage, sidecars)
     manifest_hash = card.write_manifest(folder, manifest)
     result = ExportResult(config.name, "published", None, None, config.config_hash, manifest_hash, counts,
                           scrubber.report(), manifest["files"], run_id=run_id)
@@ -171,16 +174,17 @@ def _reward_lineage(con, rewards, kept) -> list[dict[str, Any]]:
         rows = con.sql(
             "SELECT detector_version, weights_json, count(*) AS steps FROM read_parquet($files) "
             "WHERE trajectory_id IN (SELECT trajectory_id FROM kept_ids) GROUP BY ALL ORDER BY ALL",
-            params={"files": [f.as_posix() for f in rewards]},
+            params={"files": [str(f) for f in rewards]},
         ).fetchall()
     finally:
         con.unregister("kept_ids")
     return [{"detector_version": d, "weights": w, "steps": n} for d, w, n in rows]
 
 
-def _write_failures(con, kept, path: Path) -> None:
+def _write_failures(con, kept, folder: Path, name: str) -> dict[str, Any]:
     """Beside the negatives' shards: every mined failure of the kept trajectories, with its kind, reason
-    and step range, so a trainer can weight or mask the steps that went wrong."""
+    and step range, so a trainer can weight or mask the steps that went wrong; its manifest entry."""
+    path = folder / name
     con.register("kept_ids", kept.select("trajectory_id").to_arrow())
     try:
         con.sql(
@@ -190,3 +194,5 @@ def _write_failures(con, kept, path: Path) -> None:
         ).write_parquet(str(path), compression="zstd")
     finally:
         con.unregister("kept_ids")
+    return {"path": name, "rows": pq.read_metadata(path).num_rows, "bytes": path.stat().st_size,
+            "sha256": file_sha256(path), "holds": "mined failures of the rows' trajectories (kind, reason, steps)"}

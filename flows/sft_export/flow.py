@@ -1,12 +1,13 @@
-"""Prefect wiring for `export-sft`."""
+"""Prefect wiring for `export-sft`: one task curates, writes, gates and publishes the dataset."""
 
 from __future__ import annotations
 
 import uuid
 from typing import Any
 
-from prefect import flow, get_run_logger
+from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_markdown_artifact
+from prefect.cache_policies import NO_CACHE
 
 from flows.sft_export.config import ExportConfig
 from flows.sft_export.export import export_sft as run_export
@@ -14,6 +15,14 @@ from lake import Lake
 from lake.runs import recorded_run
 
 progress: Any = None  # set by the CLI for a live progress bar
+
+
+@task(name="export-dataset", cache_policy=NO_CACHE, task_run_name="{config.name}")
+def export_dataset_task(lake_root: str, config: ExportConfig, out: str | None, run_id: str) -> dict:
+    result = run_export(Lake(lake_root), config, out=out, run_id=run_id, progress=progress)
+    get_run_logger().info("%s: %s %s, %d rows from %d trajectories", config.name, result.status, result.version or "-",
+                          result.counts["rows"], result.counts["trajectories"])
+    return result.to_json() | {"markdown": result.markdown()}
 
 
 @flow(name="export-sft")
@@ -41,10 +50,7 @@ def export_sft(
         shard_bytes=shard_mb * 1024 * 1024, license=license,
     )
     lake = Lake(lake_root)
-    result = run_export(lake, config, out=out, run_id=f"export-{uuid.uuid4().hex[:12]}", progress=progress)
+    result = export_dataset_task(lake.uri, config, out, f"export-{uuid.uuid4().hex[:12]}")
     lake.refresh_catalog()
-    markdown = result.markdown()
-    get_run_logger().info("%s: %s %s, %d rows from %d trajectories", name, result.status, result.version or "-",
-                          result.counts["rows"], result.counts["trajectories"])
-    create_markdown_artifact(markdown, key="export-sft-summary")
-    return result.to_json() | {"markdown": markdown}
+    create_markdown_artifact(result["markdown"], key="export-sft-summary")
+    return result

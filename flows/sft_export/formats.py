@@ -30,8 +30,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator
 from functools import lru_cache
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin, urlsplit
 
 import pyarrow as pa
@@ -39,6 +38,9 @@ import pyarrow as pa
 from flows.sft_export.config import ExportConfig
 from sandboxes.action_parsing import COMPUTER_USE_TOOL, SHELL_TOOL, to_openai_tool_calls, to_qwen_xml
 from sandboxes.actions import Check, Click, Drag, Goto, Key, Select, Shell, Type, dump_actions, parse_actions
+
+if TYPE_CHECKING:
+    from lake import Lake
 
 IMAGE = pa.struct([("bytes", pa.binary()), ("path", pa.string())])
 PART = pa.struct([("type", pa.string()), ("text", pa.string())])
@@ -247,14 +249,13 @@ def _assistant(turn: tuple) -> dict:
 ImageReader = Callable[[str], dict]  # blob sha -> {bytes, path}
 
 
-def image_reader(lake_root: Path, mode: str) -> ImageReader:
+def image_reader(lake: Lake, mode: str) -> ImageReader:
     """Embed the blob's bytes, or reference it by its path in the lake (decodable where the lake is)."""
 
     def read(sha: str) -> dict:
-        path = lake_root / "blobs" / "sha256" / sha[:2] / sha[2:4] / sha
         if mode == "ref":
-            return {"bytes": None, "path": str(path)}
-        data = path.read_bytes()
+            return {"bytes": None, "path": lake.blob_location(sha)}
+        data = lake.read_blob(sha)
         ext = "jpg" if data[:3] == b"\xff\xd8\xff" else "webp" if data[8:12] == b"WEBP" else "png"
         return {"bytes": data, "path": f"{sha}.{ext}"}
 

@@ -7,8 +7,9 @@
   own id and values, reached the same way): the verifier must fail (`passes_on_other_record`);
 - the reference followed by harmless unrelated navigation (open the home page, go back): the verifier
   must still pass (`brittle_verifier`: it read something transient, such as a flash message).
-One replay per named value, one per injected record the reference acts on, one for navigation: the cost
-is bounded by the request, not by the app.
+One replay per named value and one per injected record the reference acts on; the navigation detour
+continues the gate's repeat episode, so it costs two page loads, not a replay: the cost is bounded by the
+request, not by the app.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from flows.task_synthesis.values import another_like
 
 @dataclass
 class Variant:
-    stage: str  # counterfactual | other_record | unrelated_navigation
+    stage: str  # counterfactual | other_record
     describe: str
     reference: list[dict[str, Any]]
     injection: list[dict[str, Any]]
@@ -42,13 +43,10 @@ def names(instruction: str, value: str) -> bool:
     return re.search(rf"(?<!\w){re.escape(value.casefold())}(?!\w)", instruction.casefold()) is not None
 
 
-def variants(instruction: str, reference: list[dict[str, Any]], injection: list[dict[str, Any]],
-             home_path: str | None) -> list[Variant]:
-    out = _value_variants(instruction, reference, injection)
-    out.extend(_other_record_variants(reference, injection))
-    if home_path is not None:
-        out.append(_navigation_variant(reference, injection, home_path))
-    return out
+def variants(instruction: str, reference: list[dict[str, Any]], injection: list[dict[str, Any]]) -> list[Variant]:
+    """The near misses that must fail; the navigation detour, which must pass, continues the gate's repeat
+    episode (`detour`)."""
+    return _value_variants(instruction, reference, injection) + _other_record_variants(reference, injection)
 
 
 def _value_variants(instruction: str, reference: list[dict[str, Any]], injection: list[dict[str, Any]]) -> list[Variant]:
@@ -124,12 +122,9 @@ def _retarget(reference: list[dict[str, Any]], rid: str, twin_id: str, mapping: 
     return changed, touched
 
 
-def _navigation_variant(reference: list[dict[str, Any]], injection: list[dict[str, Any]], home_path: str) -> Variant:
-    """Open the home page and come back, after the reference (before its final answer, if it gives one)."""
-    detour = [{"action": "goto", "url": home_path}, {"action": "system_button", "button": "back"}]
-    end = len(reference) - 1 if reference and reference[-1].get("action") == "terminate" else len(reference)
-    changed = [*copy.deepcopy(reference[:end]), *detour, *copy.deepcopy(reference[end:])]
-    return Variant("unrelated_navigation", f"the reference, then {json.dumps(detour)}", changed, injection, True, "brittle_verifier")
+def detour(home_path: str) -> list[dict[str, Any]]:
+    """Harmless unrelated navigation: open the home page, then go back."""
+    return [{"action": "goto", "url": home_path}, {"action": "system_button", "button": "back"}]
 
 
 def options_expression(target: dict[str, Any]) -> str:

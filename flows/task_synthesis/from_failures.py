@@ -109,7 +109,7 @@ def targeted_candidates(lake: Lake, sandbox: str, count: int, policy: str | None
         spec.seed = rng.randrange(10**9)
         spec.provenance = {
             "agent": AGENT, "model": None, "synthesiser_version": VERSION, "strategy": strategy,
-            "parent_task": parent.task_id, "parent_agent": parent.provenance.get("agent"), "seed_id": seed["seed_id"],
+            "parent_task_id": parent.task_id, "parent_agent": parent.provenance.get("agent"), "seed_id": seed["seed_id"],
             "failure_kind": seed["kind"], "failure_reason": seed["reason"], "parent_pool": seed["pool"],
             "policy": seed["policy"], **spec.provenance,
         }
@@ -225,7 +225,7 @@ def chain(parent: TaskSpec, partners: list[TaskSpec], rng: random.Random) -> Tas
         parent.sandbox, parent.source_commit, "chain", parent.app_area, _join(parts),
         {"chain": [parent.task_id, partner.task_id]}, parent.seed, parent.injection + partner.injection,
         {"template": "all_of", "params": {"checks": checks}}, first + second,
-        {"partner_task": partner.task_id, "steps": [
+        {"partner_task_id": partner.task_id, "steps": [
             {"instruction": parts[0], "actions": len(first), "checks": len(_checks(parent.verifier))},
             {"instruction": parts[1], "actions": len(second), "checks": len(_checks(partner.verifier))}]},
     )

@@ -10,6 +10,7 @@ reason code, recorded as rows. A sandbox that times out or dies is `sandbox_erro
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -62,6 +63,19 @@ class Check:
 
 
 @dataclass
+class _Replay:
+    """The probes observed in one episode: before acting, after all actions, and the optional extras."""
+
+    initial: dict[str, Any]
+    final: dict[str, Any] = field(default_factory=dict)
+    midway: dict[str, Any] | None = None  # after the first k actions (the truncated reference)
+    midway_s: float = 0.0
+    after: dict[str, Any] | None = None  # after further actions (the navigation detour)
+    after_s: float = 0.0
+    after_error: _Rejected | None = None
+
+
+@dataclass
 class GateResult:
     task_id: str
     status: str  # verified | rejected
@@ -104,6 +118,9 @@ class ValidationGate:
         self.counterfactuals = counterfactuals
 
     def validate(self, spec: TaskSpec) -> GateResult:
+        """Episodes are shared where one is a prefix of another: the truncated state is observed inside the
+        reference episode (before its last actions), and the navigation detour continues the repeat episode.
+        Each check is judged in the same order as if it had its own episode, so verdicts are the same."""
         checks: list[Check] = []
         self._deadline = time.monotonic() + self.time_limit_s
         try:
@@ -114,8 +131,10 @@ class ValidationGate:
                 raise _Rejected("bad_reference", f"reference solution does not parse: {exc.errors()[0]['msg']}") from None
             if not actions:
                 raise _Rejected("bad_reference", "empty reference solution")
+            cut = max(0, len(actions) - self.truncate) if self.truncate else None
 
-            initial, final = self._episode(spec, probes, actions, checks, "reference", check_injection=True)
+            ref_run = self._episode(spec, probes, actions, checks, "reference", check_injection=True, observe_after=cut)
+            initial, final = ref_run.initial, ref_run.final
             first = self._judge(template, params, initial, initial, "initial", expected=False)
             checks.insert(sum(c.check == "injected" for c in checks), first)  # after the injection check
             if first.passed and not template.HOLDS_INITIALLY:
@@ -124,23 +143,26 @@ class ValidationGate:
             checks.append(ref)
             if not ref.passed:
                 raise _Rejected("fails_after_reference", f"verifier fails after the reference solution: {ref.verdict_reason}")
-            for _ in range(self.repeats):
-                initial, final = self._episode(spec, probes, actions, checks, "repeat")
-                rep = self._judge(template, params, initial, final, "repeat", expected=True)
+            detour = self._detour() if self.counterfactuals else None
+            detour_run = None
+            for k in range(self.repeats):
+                last = k == self.repeats - 1
+                run = self._episode(spec, probes, actions, checks, "repeat", then=detour if last else None)
+                detour_run = run if last and detour else None
+                rep = self._judge(template, params, run.initial, run.final, "repeat", expected=True)
                 checks.append(rep)
                 if not rep.passed:
                     raise _Rejected("flaky", f"same reference, different outcome on a repeat: {rep.verdict_reason}")
-            if self.truncate:
-                cut = actions[: max(0, len(actions) - self.truncate)]
-                initial, final = self._episode(spec, probes, cut, checks, "truncated", allow_action_errors=True)
-                trunc = self._judge(template, params, initial, final, "truncated", expected=False)
+            if cut is not None:
+                trunc = self._judge(template, params, ref_run.initial, ref_run.midway, "truncated", expected=False)
+                trunc.duration_s = ref_run.midway_s
                 checks.append(trunc)
                 if trunc.passed:
                     raise _Rejected(
                         "passes_truncated", f"verifier passes with the last {self.truncate} action(s) dropped: {trunc.verdict_reason}"
                     )
             if self.counterfactuals:
-                self._near_misses(spec, template, params, probes, checks)
+                self._near_misses(spec, template, params, probes, checks, detour, detour_run)
         except _Rejected as rej:
             return GateResult(spec.task_id, "rejected", rej.reason, rej.detail, checks)
         return GateResult(spec.task_id, "verified", None, None, checks)
@@ -154,14 +176,18 @@ class ValidationGate:
         except (KeyError, ValueError, TypeError) as exc:
             raise _Rejected("bad_verifier", f"verifier cannot be built: {exc}") from None
 
-    def _near_misses(self, spec: TaskSpec, template, params, probes, checks: list[Check]) -> None:
-        """Counterfactual replays: one per value the request names, one per injected record the reference
-        acts on, one with harmless navigation after it."""
+    def _detour(self) -> list[dict[str, Any]] | None:
+        """Harmless unrelated navigation (home page, then back), where the app keeps its state across it."""
         manifest = getattr(self.driver, "manifest", None)
         navigable = (manifest is not None and manifest.sandbox.kind in ("web", "desktop") and manifest.start is not None
                      and manifest.state.kind != "js")  # a js-state page keeps nothing across a reload, by design
-        for variant in counterfactual.variants(spec.instruction, spec.reference, spec.injection,
-                                               manifest.start.home_path if navigable else None):
+        return counterfactual.detour(manifest.start.home_path) if navigable else None
+
+    def _near_misses(self, spec: TaskSpec, template, params, probes, checks: list[Check], detour: list[dict[str, Any]] | None,
+                     detour_run: _Replay | None) -> None:
+        """Counterfactual replays: one per value the request names, one per injected record the reference
+        acts on; then the navigation detour (run at the end of the repeat episode when there was one)."""
+        for variant in counterfactual.variants(spec.instruction, spec.reference, spec.injection):
             try:
                 actions = parse_actions(variant.reference)
             except ValidationError:
@@ -177,17 +203,33 @@ class ValidationGate:
                 continue
             if outcome is None:  # e.g. the select's chosen option is not one the request names
                 continue
-            initial, final = outcome
-            check = self._judge(template, params, initial, final, variant.stage, expected=variant.expect_pass)
+            check = self._judge(template, params, outcome.initial, outcome.final, variant.stage, expected=variant.expect_pass)
             check.evidence["changed"] = self._swapped or variant.describe
             checks.append(check)
             if check.passed != variant.expect_pass:
                 what = "fails" if variant.expect_pass else "still passes"
                 raise _Rejected(variant.reason, f"verifier {what} when {check.evidence['changed']}: {check.verdict_reason}")
+        if detour is None:
+            return
+        if detour_run is None:  # no repeat episode to continue: the detour gets its own
+            detour_run = self._episode(spec, probes, parse_actions(spec.reference), checks, "unrelated_navigation",
+                                       then=detour)
+        if detour_run.after_error is not None:
+            raise detour_run.after_error
+        check = self._judge(template, params, detour_run.initial, detour_run.after, "unrelated_navigation", expected=True)
+        check.duration_s = detour_run.after_s
+        check.evidence["changed"] = f"the reference, then {json.dumps(detour)}"
+        checks.append(check)
+        if not check.passed:
+            raise _Rejected("brittle_verifier", f"verifier fails when {check.evidence['changed']}: {check.verdict_reason}")
 
     def _episode(self, spec: TaskSpec, probes, actions, checks: list[Check], label: str, allow_action_errors: bool = False,
                  check_injection: bool = False, injection: list[dict[str, Any]] | None = None,
-                 swap_option_at: int | None = None):
+                 swap_option_at: int | None = None, observe_after: int | None = None,
+                 then: list[dict[str, Any]] | None = None) -> _Replay | None:
+        """reset, inject, observe, act, observe. `observe_after` k also observes after the first k actions
+        (a truncated replay is a prefix of this one); `then` continues after the final observation with
+        more actions (errors allowed) and observes again; a sandbox failure there is kept for its check."""
         start = time.monotonic()
         self._deadline = start + self.time_limit_s
         self._swapped = None
@@ -210,24 +252,40 @@ class ValidationGate:
                 claims += injection_check.claims(skill, inj.get("args", {}), self._page_expression(), k, self._columns_of)
         if check_injection and claims:
             self._check_injected(claims, checks, time.monotonic() - start)
-        initial = self._observe(probes)
+        run = _Replay(self._observe(probes))
+        if observe_after == 0:
+            run.midway, run.midway_s = run.initial, time.monotonic() - start
         for i, action in enumerate(actions):
-            if time.monotonic() > self._deadline:
-                raise _Rejected("timeout", f"the {label} replay exceeded {self.time_limit_s:.0f}s")
             if i == swap_option_at:
                 action = self._other_option(spec, action)
                 if action is None:
                     return None
-            try:
-                result = self.driver.act(action)
-            except SandboxError as exc:  # the sandbox timed out or died: never a verdict on the task
-                raise _Rejected("sandbox_error", str(exc)) from None
-            if not result.ok and not allow_action_errors:
-                checks.append(Check(label, None, True, "", error=f"step {i + 1}: {result.error}", duration_s=time.monotonic() - start))
-                raise _Rejected("fails_after_reference", f"reference step {i + 1} failed: {result.error}")
-        final = self._observe(probes)
+            self._act(action, i, label, allow_action_errors, checks, start)
+            if observe_after == i + 1 and i + 1 < len(actions):
+                run.midway, run.midway_s = self._observe(probes), time.monotonic() - start
+        run.final = self._observe(probes)
+        if observe_after is not None and observe_after >= len(actions):
+            run.midway, run.midway_s = run.final, time.monotonic() - start
         self._last_duration = time.monotonic() - start
-        return initial, final
+        if then:
+            try:
+                for j, action in enumerate(parse_actions(then)):
+                    self._act(action, len(actions) + j, label, True, checks, start)
+                run.after, run.after_s = self._observe(probes), time.monotonic() - start
+            except _Rejected as rej:
+                run.after_error = rej
+        return run
+
+    def _act(self, action, i: int, label: str, allow_errors: bool, checks: list[Check], start: float) -> None:
+        if time.monotonic() > self._deadline:
+            raise _Rejected("timeout", f"the {label} replay exceeded {self.time_limit_s:.0f}s")
+        try:
+            result = self.driver.act(action)
+        except SandboxError as exc:  # the sandbox timed out or died: never a verdict on the task
+            raise _Rejected("sandbox_error", str(exc)) from None
+        if not result.ok and not allow_errors:
+            checks.append(Check(label, None, True, "", error=f"step {i + 1}: {result.error}", duration_s=time.monotonic() - start))
+            raise _Rejected("fails_after_reference", f"reference step {i + 1} failed: {result.error}")
 
     def _other_option(self, spec: TaskSpec, action):
         """The select switched to another option read off the live page, when the request names the

@@ -187,10 +187,12 @@ def land(lake: Lake, run_id: str, sandbox: str, agent: str, skills: list[Skill],
         run_id,
         batch,
     )
+    # the gate's checks before the pairs: a known task id is never gated again, so a run killed between the
+    # two commits must not leave a pair without its checks
+    lake.write("validation_runs", validation_rows(results, run_id, sandbox, now), run_id, batch)
     lake.write(
         "tasks", [spec.to_row(r.status, r.reason, r.detail, run_id, now) for spec, r in results], run_id, batch
     )
-    lake.write("validation_runs", validation_rows(results, run_id, sandbox, now), run_id, batch)
 
 
 def validation_rows(results: list[tuple[TaskSpec, GateResult]], run_id: str, sandbox: str, now: Any) -> list[dict[str, Any]]:

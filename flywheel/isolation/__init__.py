@@ -2,6 +2,7 @@
 
 from flywheel.isolation.runners import (
     ContainerRunner,
+    IsolationUnavailable,
     Job,
     Runner,
     RunResult,
@@ -9,4 +10,4 @@ from flywheel.isolation.runners import (
     default_runner,
 )
 
-__all__ = ["ContainerRunner", "Job", "RunResult", "Runner", "SubprocessRunner", "default_runner"]
+__all__ = ["ContainerRunner", "IsolationUnavailable", "Job", "RunResult", "Runner", "SubprocessRunner", "default_runner"]

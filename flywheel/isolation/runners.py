@@ -3,8 +3,11 @@
 `ContainerRunner` when a Docker engine answers: no network, every capability dropped, no new
 privileges, memory/pids/CPU limits, a read-only root with only the work dir writable, a wall-clock
 timeout. `SubprocessRunner` otherwise: rlimits (address space, processes, CPU, file size), a timeout,
-a private temp dir as cwd and HOME, a scrubbed environment, an unprivileged user and a network
-namespace with no interfaces where the OS allows (it says so in each result when it does not).
+a scrubbed environment, and a private root holding only the work dir and read-only binds of the
+interpreter on a size-capped tmpfs, with no network: as root through a throwaway uid and namespaces it
+makes itself, as any other user through an unprivileged user namespace (flywheel/isolation/userns_jail.py).
+A user who is not root on an OS without unprivileged user namespaces gets one clear error instead
+(`IsolationUnavailable`): use the container runner there.
 
 Both run flywheel/isolation/harness.py with the interpreter alone (`python -I -S`): the code gets JSON
 arguments and returns a JSON value. The code's own misbehaviour is a RunResult with a reason code,
@@ -30,6 +33,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 HARNESS = Path(__file__).with_name("harness.py")
+JAIL = Path(__file__).with_name("userns_jail.py")
 REASONS = ("timeout", "oom", "killed", "forbidden", "error")
 TAIL = 2000
 CLONE_NEWNS, CLONE_NEWUSER, CLONE_NEWNET = 0x00020000, 0x10000000, 0x40000000
@@ -89,6 +93,10 @@ def _plain_name(name: str) -> str:
     if not name or "/" in name or name in (".", ".."):
         raise ValueError(f"work-dir file names are plain names, not {name!r}")
     return name
+
+
+class IsolationUnavailable(RuntimeError):
+    """This machine cannot contain generated code in a subprocess for this user."""
 
 
 class UnsafeOutput(Exception):
@@ -211,10 +219,12 @@ def _tail(path: Path) -> str:
 
 # ---- subprocess ----------------------------------------------------------------------------------
 class SubprocessRunner:
-    """rlimits + timeout + private temp dir + scrubbed env; as root also a throwaway uid, a private
-    network namespace and a private mount namespace whose `/` is the run's size-capped tmpfs, holding
-    only the work dir and read-only binds of /usr and the interpreter (no /tmp, /home, /root, /proc, repo
-    or lake to read or fill)."""
+    """rlimits + timeout + scrubbed env + a private network namespace and a private mount namespace whose
+    `/` is the run's size-capped tmpfs, holding only the work dir and read-only binds of /usr and the
+    interpreter (no /tmp, /home, /root, /proc, repo or lake to read or fill). As root the runner makes
+    them itself and the code runs as a throwaway uid; as another user the jail makes them in an
+    unprivileged user namespace and the code runs as that user without capabilities, as pid 1 of its
+    own pid namespace."""
 
     name = "subprocess"
 
@@ -223,7 +233,17 @@ class SubprocessRunner:
         self.memory_mb, self.max_processes, self.file_size_mb = memory_mb, max_processes, file_size_mb
         self.work_mb = work_mb
         self.as_root = os.geteuid() == 0
-        self.network_isolated = _network_namespace_works(self.as_root)
+        if self.as_root:
+            self.network_isolated = _network_namespace_works(True)
+        else:
+            works, why = _user_namespace_works()
+            if not works:
+                raise IsolationUnavailable(
+                    f"the subprocess runner cannot contain generated code as uid {os.getuid()}: its unprivileged user "
+                    f"namespace jail does not start here ({why}). Use the container runner (start a Docker engine; "
+                    "FLYWHEEL_ISOLATION=container), allow user namespaces (sysctl user.max_user_namespaces=10000, "
+                    "kernel.unprivileged_userns_clone=1 or kernel.apparmor_restrict_unprivileged_userns=0), or run as root.")
+            self.network_isolated = True
         _remove_stale_work_dirs()
 
     def run(self, job: Job) -> RunResult:
@@ -237,21 +257,25 @@ class SubprocessRunner:
             _prepare(job, work)
             python = Path(os.path.realpath(sys.executable))
             prefix = Path(os.path.realpath(sys.base_prefix))
-            inner_work = work
+            env = {"HOME": "/work", "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8",
+                   "PYTHONDONTWRITEBYTECODE": "1"} | _owner_env()
+            outputs = work
             if self.as_root:
                 _lay_out_root(run_dir.root, prefix)
                 for p in [work, *work.iterdir()]:
                     os.chown(p, uid, uid)
                 os.chmod(work, 0o700)
-                inner_work = Path("/work")
+                command = [str(python), "-I", "-S", "/work/harness.py", "/work"]
+            else:  # the jail copies the work dir into its namespace's tmpfs and the outputs back to `outputs`
+                outputs = run_dir.root / "outbox"
+                outputs.mkdir()
+                (run_dir.root / "ns").mkdir()
+                command = [str(python), "-I", "-S", str(JAIL), json.dumps(_jail_config(
+                    run_dir.root, work, outputs, prefix, python, self.work_mb, env, ["out.json", *job.fetch]))]
             preexec = _preexec(self, job, run_dir.root, prefix, uid)
-            env = {"HOME": str(inner_work), "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8",
-                   "PYTHONDONTWRITEBYTECODE": "1"} | _owner_env()
             with open(logs / "stdout", "wb") as out, open(logs / "stderr", "wb") as err:
-                proc = subprocess.Popen(
-                    [str(python), "-I", "-S", str(inner_work / "harness.py"), str(inner_work)], cwd=work,
-                    env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err, preexec_fn=preexec, close_fds=True,
-                )
+                proc = subprocess.Popen(command, cwd=work, env=env, stdin=subprocess.DEVNULL, stdout=out,
+                                        stderr=err, preexec_fn=preexec, close_fds=True)
             reason, detail = None, ""
             try:
                 proc.wait(timeout=job.timeout_s)
@@ -273,7 +297,7 @@ class SubprocessRunner:
             if not self.network_isolated:
                 result.detail = (result.detail + "; " if result.detail else "") + "no network namespace on this OS"
             result.uid = uid
-            result = _finish(job, work, result)
+            result = _finish(job, outputs, result)
         except OSError as exc:  # the runner itself could not start the code
             result = RunResult(False, "error", f"cannot start the isolated process: {exc}", runner=self.name)
         finally:
@@ -331,7 +355,7 @@ def _remove_dead_owners_containers(client) -> None:
 
 # exit codes of the child when setting up its isolation failed (before the code ran)
 _SETUP_EXITS = {121: "unshare failed", 122: "making mounts private failed", 123: "a bind mount failed",
-                124: "chroot failed"}
+                124: "chroot failed", 125: "mounting the run's tmpfs failed"}
 # what the code's `/` holds besides its work dir: read-only, no setuid; /bin, /lib* follow the host's layout
 _DEVICES = ("null", "zero", "urandom", "random")
 
@@ -352,10 +376,24 @@ def _lay_out_root(root: Path, prefix: Path) -> None:
     os.chmod(root, 0o755)
 
 
+def _bound_dirs(prefix: Path) -> list[Path]:
+    """The host folders the code's `/` holds read-only: /usr, the interpreter's prefix, /bin, /lib* when real."""
+    dirs = [Path("/usr")] + ([prefix] if prefix != Path("/usr") else [])
+    return dirs + [Path("/") / n for n in ("bin", "lib", "lib64", "sbin")
+                   if not (Path("/") / n).is_symlink() and (Path("/") / n).is_dir()]
+
+
+def _jail_config(run_root: Path, work: Path, outbox: Path, prefix: Path, python: Path, work_mb: int,
+                 env: dict[str, str], outputs: list[str]) -> dict[str, Any]:
+    links = {n: os.readlink(Path("/") / n) for n in ("bin", "lib", "lib64", "sbin") if (Path("/") / n).is_symlink()}
+    return {"root": str(run_root / "ns"), "work": str(work), "outbox": str(outbox), "python": str(python),
+            "work_mb": work_mb, "env": env, "outputs": outputs, "links": links,
+            "dirs": [str(d) for d in _bound_dirs(prefix)]}
+
+
 def _binds(root: Path, prefix: Path) -> list[tuple[bytes, bytes, bool]]:
     """(source, target, is_dir) of every bind the child makes before it chroots into `root`."""
-    dirs = [Path("/usr"), prefix] + [Path("/") / n for n in ("bin", "lib", "lib64", "sbin")
-                                     if not (Path("/") / n).is_symlink() and (Path("/") / n).is_dir()]
+    dirs = _bound_dirs(prefix)
     binds = [(os.fsencode(d), os.fsencode(root / d.relative_to("/")), True) for d in dirs]
     binds += [(os.fsencode(f"/dev/{n}"), os.fsencode(root / "dev" / n), False) for n in _DEVICES]
     return binds
@@ -399,8 +437,6 @@ def _preexec(runner: SubprocessRunner, job: Job, root: Path, prefix: Path, uid: 
             os.setgroups([])
             os.setgid(uid)
             os.setuid(uid)
-        elif runner.network_isolated:
-            libc.unshare(CLONE_NEWUSER | CLONE_NEWNET)
 
     return preexec
 
@@ -436,6 +472,28 @@ def _uid_has_processes(uid: int) -> bool:
 
 
 _NETNS: dict[bool, bool] = {}
+_USERNS: list[tuple[bool, str]] = []
+
+
+def _user_namespace_works() -> tuple[bool, str]:
+    """Whether the jail can set itself up here as this user (checked once, by running it on an empty job)."""
+    if not _USERNS:
+        run_root = Path(tempfile.mkdtemp(prefix=f"{WORK_PREFIX}{os.getpid()}-"))
+        try:
+            for name in ("work", "outbox", "ns"):
+                (run_root / name).mkdir()
+            python = Path(os.path.realpath(sys.executable))
+            cfg = _jail_config(run_root, run_root / "work", run_root / "outbox",
+                               Path(os.path.realpath(sys.base_prefix)), Path("/bin/true"), 1, {}, [])
+            done = subprocess.run([str(python), "-I", "-S", str(JAIL), json.dumps(cfg)], capture_output=True,
+                                  text=True, timeout=60, stdin=subprocess.DEVNULL)
+            lines = (done.stderr.strip().splitlines() or [f"the jail exited with code {done.returncode}"])
+            _USERNS.append((done.returncode == 0, "" if done.returncode == 0 else lines[-1]))
+        except (OSError, subprocess.SubprocessError) as exc:
+            _USERNS.append((False, str(exc)))
+        finally:
+            shutil.rmtree(run_root, ignore_errors=True)
+    return _USERNS[0]
 
 
 def _network_namespace_works(as_root: bool) -> bool:

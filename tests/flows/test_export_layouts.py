@@ -126,3 +126,32 @@ def test_dataset_info_is_what_llamafactory_documents(layout_lake, tmp_path):
         "tags": {"role_tag": "from", "content_tag": "value", "user_tag": "human", "assistant_tag": "gpt",
                  "observation_tag": "observation", "function_tag": "function_call", "system_tag": "system"},
     }}
+
+
+def test_the_llamafactory_check_fails_where_llamafactory_would(layout_lake, tmp_path):
+    """The checks above can fail: each break of dataset_info.json that LLaMA-Factory's parser (DatasetAttr in
+    src/llamafactory/data/parser.py) or its sharegpt converter would trip on is caught."""
+    folder = export(layout_lake, tmp_path, name="lf")
+    good = json.loads((folder / "dataset_info.json").read_text())["lf"]
+
+    def problems(attr: dict, extra_file: str | None = None) -> str:
+        (folder / "dataset_info.json").write_text(json.dumps({"lf": attr}))
+        if extra_file:
+            (folder / "data" / extra_file).write_text("{}")
+        try:
+            loaded_attr, ds = load_llamafactory(folder, "lf")
+            found = [p for example in ds for p in sharegpt_problems(loaded_attr, example)]
+            return "; ".join(found)
+        except (AssertionError, KeyError, ValueError) as exc:
+            return f"{type(exc).__name__}: {exc}"
+        finally:
+            if extra_file:
+                (folder / "data" / extra_file).unlink()
+
+    assert problems(good) == ""
+    assert "undocumented keys" in problems({**good, "file": "data"})
+    assert problems({**good, "formatting": "openai"})
+    assert "role" in problems({**good, "tags": {**good["tags"], "user_tag": "user"}})
+    assert problems({**good, "columns": {**good["columns"], "messages": "messages"}})  # TRL's column is not sharegpt
+    assert "placeholders" in problems({**good, "columns": {"messages": "conversations"}})  # images not named
+    assert "one known type" in problems(good, extra_file="notes.json")  # a folder of mixed files

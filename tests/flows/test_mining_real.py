@@ -82,6 +82,8 @@ def test_a_labelled_foreign_set_is_scored_per_kind_evidence_level_and_baseline(t
         baseline["precision"] == 0.0
     )  # it calls six scrolls through an article a loop, and misses the re-aimed clicks
     assert set(result["by_evidence_level"]) == {"reasoning", "actions"}
+    assert set(result["halves"]) == {"tune", "held_out"}  # a fixed split by the task_id's hash
+    assert sum(h["trajectories"] for h in result["halves"].values()) == 3
     assert result["by_evidence_level"]["reasoning"]["loop"]["recall"] == 1.0
 
 
@@ -125,5 +127,9 @@ def test_on_the_public_set_the_miner_beats_the_baselines():
     result = evaluate_set(_public_set(), LABELS)
     loop, side = result["kinds"]["loop"], result["kinds"]["side_effect"]
     assert loop["f1"] > result["baselines"]["loop: same action 3x in a row"]["f1"]
-    assert loop["f1"] >= 0.75  # measured 0.767: a floor, not the 0.85 target (not reached)
+    assert loop["f1"] >= 0.8  # measured 0.842: a floor, not the 0.85 target (not reached)
     assert side["recall"] >= 0.8 and side["precision"] >= 0.6
+    halves = result["halves"]
+    assert halves["tune"]["trajectories"] + halves["held_out"]["trajectories"] == result["trajectories"]
+    held_out = halves["held_out"]["kinds"]["loop"]  # measured 0.718: the tuning did not carry over
+    assert held_out["f1"] > halves["held_out"]["baselines"]["loop: same action 3x in a row"]["f1"]

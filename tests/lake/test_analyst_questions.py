@@ -67,9 +67,9 @@ def analyst_lake(tmp_path_factory) -> Lake:
     lake = Lake(tmp_path_factory.mktemp("analyst") / "lake")
     task(lake, "task-a", "create", "/orders")
     task(lake, "task-b", "delete", "/users/<>")
-    born = {"parent_task_id": "task-a", "failure_seed": "seed-1", "failure_kind": "loop"}
+    born = {"parent_task_id": "task-a", "seed_id": "seed-1", "failure_kind": "loop"}  # the names targeted synthesis writes
     task(lake, "task-c", "create", "/orders", provenance=born)
-    task(lake, "task-d", "create", "/orders", status="rejected",  # the key names targeted synthesis writes
+    task(lake, "task-d", "create", "/orders", status="rejected",  # the parent's old name, in lakes written before
          provenance={"parent_task": "task-a", "seed_id": "seed-2", "failure_kind": "bad_args", "strategy": "variant"})
     # day 1: create 1 of 2, delete 1 of 1 (plus an env_error that does not count); day 2: create 2 of 2
     for tid, task_id, verdict, minutes in [("t1", "task-a", "pass", 0), ("t2", "task-a", "failed", 5),
@@ -115,8 +115,9 @@ def _plain(value):
 def test_the_file_asks_the_three_questions():
     assert list(questions()) == ["[1]", "[2]", "[3]", "[3b]"]
     text = QUESTIONS.read_text()
-    for key in ("parent_task_id", "parent_task", "failure_seed", "seed_id", "failure_kind"):
+    for key in ("parent_task_id", "seed_id", "failure_kind"):  # one spelling: the views rename old keys
         assert f"provenance_json->>'{key}'" in text
+    assert "coalesce" not in text
 
 
 @pytest.mark.parametrize("label", list(EXPECTED))

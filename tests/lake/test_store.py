@@ -1,8 +1,10 @@
 import subprocess
 import sys
 import textwrap
+import time
 
 import duckdb
+import pytest
 
 from lake import utcnow
 
@@ -84,6 +86,45 @@ def test_two_processes_writing_one_lake_at_once_lose_nothing(lake):
     counts = lake.query("SELECT split_part(run_id, '-', 1) AS who, count(*) AS n, count(DISTINCT run_id) AS ids "
                         "FROM runs GROUP BY 1 ORDER BY 1")
     assert counts == [{"who": "p1", "n": 80, "ids": 80}, {"who": "p2", "n": 80, "ids": 80}]
+
+
+def test_two_processes_and_a_dask_cluster_writing_one_lake_at_once_lose_nothing(lake):
+    """While two processes commit, a real Dask LocalCluster (2 worker processes) commits batches into the same
+    table, some of them twice (a rerun task); every row lands exactly once."""
+    pytest.importorskip("distributed", reason="the Dask task runner is in the test extras: ./bootstrap --test")
+    from distributed import Client, LocalCluster
+
+    script = textwrap.dedent(f"""
+        import sys
+        from lake import Lake, utcnow
+        lake, who = Lake({str(lake.root)!r}), sys.argv[1]
+        for i in range(12):
+            row = {{"run_id": f"{{who}}-{{i}}", "flow": "f", "parameters_json": "{{}}", "counts_json": "{{}}", "invocation_id": f"{{who}}-{{i}}",
+                   "started_at": utcnow(), "finished_at": utcnow()}}
+            lake.write("runs", [row], who, i)
+    """)
+    root = str(lake.root)
+
+    def dask_batch(i: int) -> int:  # runs in a worker process (cloudpickled by value)
+        from lake import Lake, utcnow
+
+        row = {"run_id": f"dask-{i}", "flow": "f", "parameters_json": "{}", "counts_json": "{}", "invocation_id": f"dask-{i}",
+               "started_at": utcnow(), "finished_at": utcnow()}
+        Lake(root).write("runs", [row], "dask", i)
+        return i
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
+            Client(cluster) as client:
+        procs = [subprocess.Popen([sys.executable, "-c", script, who]) for who in ("p1", "p2")]
+        while lake.version("runs") is None and all(p.poll() is None for p in procs):
+            time.sleep(0.05)  # the processes are committing: now the cluster joins in
+        futures = client.map(dask_batch, list(range(12)) + [0, 5], pure=False)  # two batches written twice
+        assert sorted(client.gather(futures)) == sorted(list(range(12)) + [0, 5])
+        assert [p.wait(timeout=600) for p in procs] == [0, 0]
+        assert len(client.scheduler_info()["workers"]) == 2
+    counts = lake.query("SELECT split_part(run_id, '-', 1) AS who, count(*) AS n, count(DISTINCT run_id) AS ids "
+                        "FROM runs GROUP BY 1 ORDER BY 1")
+    assert counts == [{"who": w, "n": 12, "ids": 12} for w in ("dask", "p1", "p2")]
 
 
 def test_an_old_layout_lake_says_to_migrate_and_migrate_keeps_every_row(tmp_path):

@@ -23,6 +23,7 @@ _EXTENDS = re.compile(r"""\{%-?\s*extends\s+["']([^"']+)["']""")
 _INCLUDE = re.compile(r"""\{%-?\s*include\s+["']([^"']+)["'][^%]*%\}""")
 _EXPR = re.compile(r"\{\{\s*([\w.]+)\s*\}\}")
 _PAGED = re.compile(r"""href="\{\{[^}]*\bpage\b[^}]*\}\}""")
+_IF_TAG = re.compile(r"\{%-?\s*(if|endif)\b")
 
 
 @dataclass(frozen=True)
@@ -30,6 +31,7 @@ class Link:
     endpoint: str
     arg_expr: str | None  # the expression passed as the route's parameter, e.g. "a.id"
     text: str  # as written: literal, or with {{ expr }} parts
+    conditional: bool = False  # inside an {% if %} block: the page may not show it
 
 
 class Navigator:
@@ -54,7 +56,12 @@ class Navigator:
         (a home route that redirects) shows what every page shows: the layouts the templates extend."""
         names = route.templates or sorted({x.split("/")[-1] for t in self.templates.values() for x in _EXTENDS.findall(t)})
         text = "\n".join(self._text(t) for t in names)
-        links = [Link(ep, expr, " ".join(label.split())) for ep, _param, expr, label in _LINK.findall(text)]
+        tags = [(m.start(), m.group(1)) for m in _IF_TAG.finditer(text)]
+        links = []
+        for m in _LINK.finditer(text):
+            depth = sum(1 if tag == "if" else -1 for at, tag in tags if at < m.start())
+            ep, _param, expr, label = m.groups()
+            links.append(Link(ep, expr, " ".join(label.split()), depth > 0))
         return links, bool(_PAGED.search(text))
 
     def home_link(self) -> dict[str, Any] | None:
@@ -66,7 +73,9 @@ class Navigator:
         return {"action": "left_click", "target": {"role": "link", "name": name}} if name else None
 
     def path_to(self, url: str, row: dict[str, Any] | None = None, table: str | None = None) -> list[dict[str, Any]] | None:
-        """Clicks from the home page to `url` (a route path with at most one id, of `row` in `table`), or None."""
+        """Clicks from the home page to `url` (a route path with at most one id, of `row` in `table`), or None.
+        Only links the templates show unconditionally are followed: one inside an {% if %} block (a banner
+        while a setting is on) may not be on the page, and a typed URL is better than a click on nothing."""
         self._row_table = table
         target = self._route_of(url)
         if target is None or self.home is None:
@@ -84,7 +93,7 @@ class Navigator:
             links, paged = self.links_on(route)
             for link in links:
                 nxt = self.by_function.get(link.endpoint)
-                if nxt is None or len(nxt.params) > 1:
+                if nxt is None or len(nxt.params) > 1 or link.conditional:
                     continue
                 name, next_id = self._follow(link, nxt, rid, row, paged)
                 if name is None:

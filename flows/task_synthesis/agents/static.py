@@ -204,7 +204,7 @@ class _Composer:
         if page.params:
             if _path_table(page.path, self.model) != table.name:
                 return None
-            row = self._inject_row(table, rng)
+            row = self._inject_row(table, rng, form)
             if row is None:
                 return None
             injection.append({"skill": self._insert_skill(table).name, "args": row})
@@ -233,12 +233,17 @@ class _Composer:
                 return None
             fills.append(fill)
         phrases = []
-        for fill in fills:
+        for fill in fills:  # the first phrase names the record (the request must say which one)
             label = _spoken_label(fill.field.label)
+            which = f" of {subject}" if subject and not phrases else ""
             if fill.field.type == "checkbox":
-                phrases.append(f"{'tick' if fill.stored else 'untick'} {quote(fill.field.label)}")
-            else:
-                phrases.append(f"change {'the' if subject else 'my'} {label}{' of ' + subject if subject and not phrases else ''} to {fill.spoken}")
+                phrases.append(f"{'tick' if fill.stored else 'untick'} {quote(fill.field.label)}{' for ' + subject if which else ''}")
+            elif subject:
+                phrases.append(f"change the {label}{which} to {fill.spoken}")
+            else:  # one record of the user's own (settings): the form says which ("Update vacation reply")
+                thing = " ".join(form.label.split()[1:]).lower()
+                mine = f" in my {thing}" if thing and label not in thing and not phrases else ""
+                phrases.append(f"change {'the' if mine else 'my'} {label}{mine} to {fill.spoken}")
         instruction = f"{rng.choice(OPENERS)}{_join(phrases)}."
         where = dict(key) | {f.column: f.stored for f in fills if f.column}
         verifier = {"template": "row_exists", "params": {"table": table.name, "where": where}}
@@ -254,7 +259,7 @@ class _Composer:
         pages = [p for p in self.model.pages_rendering(form.template, form.mode) if p.params and _path_table(p.path, self.model) == table.name]
         if not pages:
             return None
-        row = self._inject_row(table, rng)
+        row = self._inject_row(table, rng, form)
         if row is None:
             return None
         url = _fill_path(rng.choice(pages).path, row["id"])
@@ -515,7 +520,11 @@ class _Composer:
             )
         return self.skills[name]
 
-    def _inject_row(self, table: Table, rng: random.Random) -> dict[str, Any] | None:
+    def _inject_row(self, table: Table, rng: random.Random, form: Form | None = None) -> dict[str, Any] | None:
+        """A record to inject; for a form its page shows only under conditions on the record, one that meets them."""
+        wanted = form_conditions(self.nav.templates.get(form.template, ""), form) if form is not None else {}
+        if any(col not in table.columns for col in wanted):
+            return None
         row: dict[str, Any] = {"id": rng.randint(*INJECT_ID_RANGE)}
         for name in self._insert_columns(table)[1:]:
             col = table.columns[name]
@@ -532,7 +541,9 @@ class _Composer:
                     row[name] = sample[0] if name.startswith(("is_", "has_")) else value_for(name, "INTEGER", "number", rng)
                 else:
                     row[name] = value_for(name, col.type, "text", rng, table.name, self._who(rng))
-        return row
+        if any(col not in row for col in wanted):  # a condition on a column the skill does not write
+            return None
+        return row | wanted
 
     def _who(self, rng: random.Random) -> tuple[str, str]:
         """The made-up person of the current candidate, so its name, email and phone agree."""
@@ -579,3 +590,36 @@ def _spoken_label(label: str) -> str:
 
 def _join(items: list[str]) -> str:
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+_IF_BLOCK = re.compile(r"\{%-?\s*(if|elif|else|endif)\b\s*(.*?)\s*-?%\}", re.S)
+_EQUALS = re.compile(r"""^\w+\.(\w+)\s*==\s*(-?\d+|'[^']*'|"[^"]*")$""")
+
+
+def form_conditions(template_text: str, form: Form) -> dict[str, Any]:
+    """What a record must hold for its page to show `form`: the `{% if record.column == literal %}` blocks
+    around the form in the template (a "Delete forever" shown only in the trash). Conditions of other
+    shapes (an else branch, `not`, `in`) are not read: they constrain nothing here, as before."""
+    at = template_text.find(f'aria-label="{form.label}"') if form.label else -1
+    if at < 0:
+        return {}
+    open_blocks: list[str | None] = []
+    for m in _IF_BLOCK.finditer(template_text, 0, at):
+        tag, cond = m.group(1), m.group(2)
+        if tag == "if":
+            open_blocks.append(cond)
+        elif tag == "endif":
+            if open_blocks:
+                open_blocks.pop()
+        elif open_blocks:  # elif / else: the branch holds when earlier ones did not
+            open_blocks[-1] = None
+    wanted: dict[str, Any] = {}
+    for cond in open_blocks:
+        parts = [p.strip() for p in re.split(r"\s+and\s+", cond or "")]
+        for part in parts:
+            m = _EQUALS.match(part)
+            if not m:
+                continue
+            literal = m.group(2)
+            wanted[m.group(1)] = int(literal) if literal.lstrip("-").isdigit() else literal[1:-1]
+    return wanted
