@@ -264,7 +264,10 @@ class WebDriver:
         if not self.app.healthy():
             raise SandboxError(f"{self.manifest.name}: the app is not answering at {self.app.base_url}; log: {self.app.log_tail()}")
         self.app.restore()
-        if new_context or self.context is None or self.page is None or self.page.is_closed():
+        if (new_context or self.context is None or self.page is None or self.page.is_closed()
+                or not self.page.url.startswith(self.app.base_url)):
+            # storage can only be cleared from a page of the app's origin: an episode that ended elsewhere
+            # (a detour's `back` to about:blank, an error page) gets a fresh context instead
             self._new_context()
         else:
             self.context.clear_cookies()
@@ -528,6 +531,10 @@ class WebDriver:
         if isinstance(action, SystemButton):
             if action.button == "back":
                 page.go_back()
+                if not page.url.startswith(self.app.base_url):
+                    # nothing of the app to go back to (navigating to the page already shown replaces its
+                    # history entry): the browser's back button would be greyed out, so the app stays
+                    page.go_forward()
             elif action.button == "home":
                 page.goto(self.app.base_url + self.manifest.start.home_path)
             elif action.button == "enter":
