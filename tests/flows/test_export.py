@@ -56,7 +56,8 @@ def cycle_lake(synthesized, tmp_path_factory):
     shutil.copytree(synthesized[0], root)  # our own copy: other tests count the rollouts in theirs
     lake = Lake(root)
     rollout(lake, "r-replay", "replay", ["shop"])
-    rollout(lake, "r-noisy", "scripted-noisy", ["shop"], noise="loop=0.5,bad_args=0.3,premature=0.2")
+    # premature ends are the faults that fail (loops and bad arguments recover): enough that the export has negatives
+    rollout(lake, "r-noisy", "scripted-noisy", ["shop"], noise="loop=0.5,bad_args=0.3,premature=0.5")
     judge_pending(lake, "j1")
     mine(lake, "m1", write_report=False)
     return lake
