@@ -17,6 +17,7 @@ import datetime as dt
 import hashlib
 import json
 import os
+import random
 import re
 import tempfile
 import threading
@@ -41,7 +42,7 @@ BATCH_KEY = "_batch_key"  # hidden column: the (run, batch) a row was written by
 # so a compaction rewrites at most one target's worth of rows, however big the table grows.
 COMPACT_EVERY = int(os.environ.get("FLYWHEEL_LAKE_COMPACT_EVERY", "10"))
 COMPACT_TARGET_BYTES = int(os.environ.get("FLYWHEEL_LAKE_COMPACT_MB", "16")) * 1024 * 1024
-_COMMIT_ATTEMPTS = 20
+_COMMIT_ATTEMPTS = 40  # with jittered backoff capped at 2 s: about a minute of retrying before giving up
 CATALOG_STORAGE_VERSION = "v1.5.0"
 
 
@@ -160,7 +161,7 @@ class Lake:
             except CommitFailedError:  # a concurrent commit delta-rs could not reconcile: ours is idempotent
                 if attempt == _COMMIT_ATTEMPTS - 1:
                     raise
-                time.sleep(min(0.05 * 2**attempt, 2.0))
+                time.sleep(min(0.05 * 2**attempt, 2.0) * (0.5 + random.random()))  # writers that collided spread out
         self._maybe_compact(table)
         return uri
 
