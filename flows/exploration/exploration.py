@@ -174,7 +174,10 @@ def walk_candidates(walk: WalkResult, manifest: SandboxManifest, commit: str, se
     for f in fams:
         if f.transition.kind == "drag":
             f.extra["peers"] = drag_peers(walk, f)
-    return draw(fams, walk, SimpleNamespace(seed=seed, count=count), manifest.name, commit)
+    specs = draw(fams, walk, SimpleNamespace(seed=seed, count=count), manifest.name, commit)
+    for spec in specs:  # born of explore's walk: its provenance says so, like the reversed transitions'
+        spec.provenance = {**spec.provenance, "agent": "explore", "path": "discovery-walk"}
+    return specs
 
 
 def render_summary(summaries: list[ExploreSummary], problems: list[str], charts: dict[str, str]) -> str:
