@@ -106,16 +106,18 @@ class _Rejected(Exception):
 
 class ValidationGate:
     """`time_limit_s` bounds each replay (a runaway reference), generously: under load a replay is slower,
-    and a verdict must not depend on load. `counterfactuals` runs the near-miss replays."""
+    and a verdict must not depend on load. `counterfactuals` runs the near-miss replays, `check_injection`
+    the injected stage (both off: the gate as it was before them, for cost baselines)."""
 
     def __init__(self, driver: Driver, skills: dict[str, Skill], repeats: int = 1, truncate: int = 1,
-                 time_limit_s: float = 300.0, counterfactuals: bool = True) -> None:
+                 time_limit_s: float = 300.0, counterfactuals: bool = True, check_injection: bool = True) -> None:
         self.driver = driver
         self.skills = skills
         self.repeats = repeats
         self.truncate = truncate
         self.time_limit_s = time_limit_s
         self.counterfactuals = counterfactuals
+        self.check_injection = check_injection
 
     def validate(self, spec: TaskSpec) -> GateResult:
         """The gate's verdict; a pair whose sandbox failed under it (twice-timed-out pages, a dead app) is
@@ -142,7 +144,8 @@ class ValidationGate:
                 raise _Rejected("bad_reference", "empty reference solution")
             cut = max(0, len(actions) - self.truncate) if self.truncate else None
 
-            ref_run = self._episode(spec, probes, actions, checks, "reference", check_injection=True, observe_after=cut)
+            ref_run = self._episode(spec, probes, actions, checks, "reference", check_injection=self.check_injection,
+                                    observe_after=cut)
             initial, final = ref_run.initial, ref_run.final
             first = self._judge(template, params, initial, initial, "initial", expected=False)
             checks.insert(sum(c.check == "injected" for c in checks), first)  # after the injection check
