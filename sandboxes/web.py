@@ -589,6 +589,9 @@ class WebDriver:
             loc.select_option(label=action.option) if action.option is not None else loc.select_option(value=action.value)
         elif isinstance(action, Check):
             loc.set_checked(action.checked)
+        if isinstance(action, (Type, Select, Check)):
+            # what the input set off (a form an onchange submits, a search as you type) lands before the next step
+            self.settle(after_input=True)
         return ActionResult(ok=True, point=point, sensitive=sensitive)
 
     def _ready(self, loc: Any, target: Target) -> None:
