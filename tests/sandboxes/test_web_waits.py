@@ -91,3 +91,32 @@ def test_what_a_select_sets_off_lands_before_the_next_step(tmp_path, browser_hos
         obs = driver.observe(screenshot=False)
         assert obs.url == "http://onchange.local/" and obs.title == "confirmed"
         driver.close()
+
+
+PAGE_TRAITS = """async () => {
+  document.body.innerHTML = '<div style="height: 3000px">tall</div>';
+  const frame = await new Promise(r => { requestAnimationFrame(() => r(true)); setTimeout(() => r(false), 5000); });
+  return {scrollbar: innerWidth - document.documentElement.clientWidth, hover: matchMedia('(hover: hover)').matches,
+          visible: document.visibilityState, frame};
+}"""
+
+
+def test_the_shared_browser_of_many_workers_shows_pages_as_the_launched_one_of_one_worker(browser_host):
+    """One worker drives a Chromium Playwright launched; several share one started for CDP. A page must look
+    and run alike in both (no scrollbar taking room, frames drawn in a page that is not the newest), or the
+    worker count would change what a step hits and whether a wait ends."""
+    from sandboxes.web import BrowserHost, SharedBrowser
+    from tests.conftest import in_own_thread
+
+    def traits(browser) -> list[dict]:
+        first, second = (browser.new_context().new_page() for _ in range(2))  # the first is no longer the newest
+        return [first.evaluate(PAGE_TRAITS), second.evaluate(PAGE_TRAITS)]
+
+    launched = traits(browser_host.browser)
+
+    def shared_traits() -> list[dict]:
+        with SharedBrowser() as shared, BrowserHost(endpoint=shared.endpoint) as host:
+            return traits(host.browser)
+
+    assert in_own_thread(shared_traits) == launched
+    assert launched[0]["frame"] and launched[0]["scrollbar"] == 0
