@@ -205,6 +205,65 @@ def test_a_document_state_is_checked_leaf_by_leaf():
     assert by["delete"].verifier["params"]["where"] == {"object.c": None}
 
 
+COLOUR = {"hex": "#194D33", "rgba": {"r": 25, "g": 77, "b": 51, "a": 1}, "hsl": {"h": 150, "s": 0.5, "l": 0.2, "a": 1}}
+
+
+def _colour_typed(hex_: str, r: int, g: int, b: int, h: int) -> Transition:
+    box = field(label="hex", target={"label": "hex"}, value="#194D33")
+    after = {"hex": hex_, "rgba": {"r": r, "g": g, "b": b, "a": 1}, "hsl": {"h": h, "s": 0.3, "l": 0.4, "a": 1}}
+    return Transition("enter", [{"action": "goto", "url": "/"}], [{"action": "type", "target": box.target, "text": hex_, "clear": True},
+                      {"action": "key", "keys": ["Enter"]}], StateDiff(manifest=(COLOUR, after)), [Slot(0, box, hex_)], heading="Sketch")
+
+
+def test_a_document_value_typed_is_checked_by_the_leaf_that_took_it_and_its_variants_by_their_own():
+    (fam,), _ = families_from(_walk([_colour_typed("#1A2B3C", 26, 43, 60, 210)]), "picker.colors")
+    assert fam.name == "update" and fam.verifier["params"]["where"] == {"hex": "#1A2B3C"}  # not the rgb / hsl it implies
+    assert instance(fam, random.Random(0), fresh=False).request == "Set “hex” to “#1A2B3C” in “Sketch”."
+    other = instance(fam, random.Random(3), fresh=True)
+    typed = other.reference[1]["text"]
+    assert typed != "#1A2B3C" and other.verifier["params"]["where"] == {"hex": typed} and quote_in(typed, other.request)
+
+
+def test_a_press_that_sets_the_value_its_control_names_is_a_select_over_the_options_beside_it():
+    from flows.task_synthesis.discovery.page_scan import PageScan
+
+    after = {"hex": "#F44336", "rgba": {"r": 244, "g": 67, "b": 54, "a": 1}, "hsl": {"h": 4, "s": 0.9, "l": 0.6, "a": 1}}
+    press = Transition("page_button", [{"action": "goto", "url": "/"}],
+                       [{"action": "left_click", "target": {"role": "button", "name": "Color:#F44336"}}],
+                       StateDiff(manifest=(COLOUR, after)), button="Color:#F44336")
+    swatches = [{"name": f"Color:{c}", "target": {"role": "button", "name": f"Color:{c}"}} for c in ("#F44336", "#E91E63", "#9C27B0")]
+    walk = _walk([press])
+    walk.scans["/"] = PageScan("/", "", [], [], swatches + [{"name": "Help", "target": {"role": "button", "name": "Help"}}], [], [], [])
+    (fam,), _ = families_from(walk, "picker.colors")
+    assert fam.name == "select" and fam.verifier["params"]["where"] == {"hex": "#F44336"}
+    assert [o["value"] for o in fam.extra["options"]] == ["#E91E63", "#9C27B0"]
+    assert instance(fam, random.Random(0), fresh=False).request == "Choose “#F44336”."
+    other = instance(fam, random.Random(1), fresh=True)
+    picked = other.verifier["params"]["where"]["hex"]
+    assert picked in ("#E91E63", "#9C27B0") and other.reference[-1]["target"]["name"] == f"Color:{picked}"
+    assert other.request == f"Choose “{picked}”."
+
+
+def test_steps_on_one_document_chain_only_by_what_their_replay_did():
+    from flows.task_synthesis.discovery.families import chain_on_document, observed_chain
+
+    nxt = Transition("page_button", [{"action": "goto", "url": "/"}], [{"action": "left_click", "target": {"role": "link", "name": "Next"}}],
+                     StateDiff(manifest=({"step": 0}, {"step": 1})), button="Next")
+    (fam,), _ = families_from(_walk([nxt]), "wizard.state")
+    one = instance(fam, random.Random(0), fresh=False)
+    assert chain(one, one) is None  # both check `step`: all_of(step 1, step 1) says nothing of the second press
+    twice = chain_on_document(one, one)
+    assert twice.reference == one.reference + one.reference[1:]  # the second press stays on the page
+    made = observed_chain(twice, {"step": 0}, {"step": 2}, [one.verifier])
+    assert made.verifier["params"]["where"] == {"step": 2}
+    assert observed_chain(twice, {"step": 0}, {"step": 1}, [one.verifier]) is None  # the second press did nothing
+    (colour,), _ = families_from(_walk([_colour_typed("#1A2B3C", 26, 43, 60, 210)]), "picker.colors")
+    typed = instance(colour, random.Random(0), fresh=False)
+    assert chain_on_document(typed, typed) is None  # one value twice
+    typed_twice = chain_on_document(typed, one)
+    assert observed_chain(typed_twice, COLOUR, {"hex": "#FFFFFF"}, []) is None
+
+
 # ---- the live walk on a third-party app ---------------------------------------------------------------------
 @pytest.mark.browser
 @pytest.mark.slow

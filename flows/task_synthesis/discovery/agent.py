@@ -5,6 +5,8 @@ and, where it found little, which step came up empty and what the manifest could
 from __future__ import annotations
 
 import random
+import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -15,20 +17,25 @@ from flows.task_synthesis.discovery.families import (
     Family,
     Instance,
     chain,
+    chain_on_document,
     counted_after_making,
     families_from,
     instance,
     made_then,
+    observed_chain,
     retrieve_instances,
     to_spec,
 )
 from flows.task_synthesis.discovery.walk import DiscoveryWalk, WalkResult
 from flows.task_synthesis.task_spec import TaskSpec
+from sandboxes.actions import parse_actions
 from sandboxes.app_process import SandboxError
 from sandboxes.skills import Skill
 
 TRIES_PER_FAMILY = 8
 RETRIEVE_SHARE = 0.3  # at most this share of the candidates are questions when other families can fill the rest
+OBSERVE_SECONDS = 90.0  # replays of chained steps on one document, to see what they do together
+Observe = Callable[[list[dict[str, Any]]], "tuple[Any, Any] | None"]
 
 
 def replay_skill(sandbox: str) -> Skill:
@@ -48,25 +55,59 @@ class DiscoveryAgent:
 
         out = AgentOutput()
         manifest = request.manifest
-        def walk_app() -> WalkResult:
+
+        def walk_app() -> tuple[WalkResult, list[Family], Any, list[TaskSpec]]:
             with open_driver(manifest) as driver:
-                return DiscoveryWalk(driver, manifest, request.seed, self.max_seconds).run()
+                walk = DiscoveryWalk(driver, manifest, request.seed, self.max_seconds).run()
+                fams, dropped = families_from(walk, manifest.state.page_expression())
+                for f in fams:
+                    if f.transition.kind == "drag":
+                        f.extra["peers"] = drag_peers(walk, f)
+                observe = replayer(driver, walk, manifest.state.page_expression(), OBSERVE_SECONDS)
+                return walk, fams, dropped, draw(fams, walk, request, manifest.name, request.source.commit, observe)
 
         try:  # in a thread of its own: Playwright's sync API allows one instance per thread
             with ThreadPoolExecutor(1) as pool:
-                walk = pool.submit(walk_app).result()
+                walk, fams, dropped, out.candidates = pool.submit(walk_app).result()
         except SandboxError as exc:
             out.notes.append(f"{manifest.name}: discovery could not run the app: {exc}")
             return out
-        fams, dropped = families_from(walk, manifest.state.page_expression())
-        for f in fams:
-            if f.transition.kind == "drag":
-                f.extra["peers"] = drag_peers(walk, f)
-        out.candidates = draw(fams, walk, request, manifest.name, request.source.commit)
         if any(c.injection for c in out.candidates):
             out.skills.append(replay_skill(manifest.name))
         out.notes.extend(notes(manifest, walk, fams, dropped, out.candidates, request.count))
         return out
+
+
+def replayer(driver: Any, walk: WalkResult, expression: str | None, seconds: float) -> Observe | None:
+    """Replays actions from a reset app (signed in as the walk was) and returns the manifest's state
+    before and after them (after the first page opens); None once the time is spent or a step fails."""
+    if not expression:
+        return None
+    from verifier_templates.base import Probe
+
+    deadline = time.monotonic() + seconds
+
+    def read() -> Any:
+        return driver.probe(Probe("state", "js", expression))
+
+    def observe(actions: list[dict[str, Any]]) -> tuple[Any, Any] | None:
+        if time.monotonic() > deadline or not actions:
+            return None
+        opening = 1 if actions[0].get("action") == "goto" else 0
+        try:
+            driver.reset(new_context=False)
+            for act in parse_actions(walk.sign_in + actions[:opening]):
+                if not driver.act(act).ok:
+                    return None
+            before = read()
+            for act in parse_actions(actions[opening:]):
+                if not driver.act(act).ok:
+                    return None
+            return before, read()
+        except Exception:  # a step the page would not take: no observation, no candidate
+            return None
+
+    return observe
 
 
 def drag_peers(walk: WalkResult, fam: Family) -> list[str]:
@@ -79,9 +120,11 @@ def drag_peers(walk: WalkResult, fam: Family) -> list[str]:
     return []
 
 
-def draw(fams: list[Family], walk: WalkResult, request: SynthesisRequest, sandbox: str, commit: str) -> list[TaskSpec]:
+def draw(fams: list[Family], walk: WalkResult, request: SynthesisRequest, sandbox: str, commit: str,
+         observe: Observe | None = None) -> list[TaskSpec]:
     """Round-robin over families with fresh values each turn, a share of chains, and retrieve tasks;
-    never two candidates with the same request and verifier."""
+    never two candidates with the same request and verifier. Steps on one document whose effects meet
+    are chained only when `observe` can replay them (the check is what they did together)."""
     rng = random.Random(request.seed)
     count = request.count
     singles: dict[str, list[Instance]] = {}
@@ -109,6 +152,8 @@ def draw(fams: list[Family], walk: WalkResult, request: SynthesisRequest, sandbo
         c = chain(a, b)
         if c:
             chains.append(c)
+    if observe is not None:
+        chains += observed_chains(plain, rng, count, observe)
     made_chains = [c for c in chains if c.family.setup is not None]
     other = [c for c in chains if c.family.setup is None]
     rng.shuffle(made_chains)
@@ -150,6 +195,25 @@ def draw(fams: list[Family], walk: WalkResult, request: SynthesisRequest, sandbo
             break
         take(c, True)
     return picked[:count]
+
+
+def observed_chains(plain: list[Instance], rng: random.Random, count: int, observe: Observe) -> list[Instance]:
+    """Chains of two steps on one document that `chain` refuses (the second sets what the first checks, or
+    the same press twice: Next, then Next), replayed to see what they do together."""
+    docs = [i for i in plain if i.family.extra.get("document")]
+    pairs = [(a, b) for a in docs for b in docs if a.family.transition.page == b.family.transition.page
+             and (a is not b or not a.values) and chain(a, b) is None]
+    rng.shuffle(pairs)
+    out = []
+    for a, b in pairs[: count * 2]:
+        joined = chain_on_document(a, b)
+        seen = observe(joined.reference) if joined else None
+        made = observed_chain(joined, *seen, [a.verifier, b.verifier]) if joined and seen else None
+        if made:
+            out.append(made)
+        if len(out) >= count:
+            break
+    return out
 
 
 def notes(manifest: Any, walk: WalkResult, fams: list[Family], dropped: Any, picked: list[TaskSpec], count: int = 20) -> list[str]:
