@@ -357,3 +357,17 @@ def test_the_flask_reader_reads_factories_blueprints_logins_and_sqlalchemy_model
     assert [(o.verb, o.table, o.columns) for o in routes["/posts/new"].writes()] == [("insert", "posts", ["title", "body"])]
     assert [(o.verb, o.table) for o in routes["/posts/<int:id>/delete"].writes()] == [("delete", "posts")]
     assert [(o.verb, o.table, o.columns) for o in routes["/posts/<int:id>/edit"].writes()] == [("update", "posts", ["title"])]
+
+
+def test_values_an_app_makes_up_per_load_are_named_by_no_task():
+    from flows.task_synthesis.discovery.agent import names_per_load, per_load
+
+    first = [{"id": 0, "status": "on-hold", "title": "Synergize web-enabled portals"}, {"id": 1, "status": "approved", "title": "Mesh lean users"}]
+    second = [{"id": 0, "status": "approved", "title": "Drive viral channels"}, {"id": 1, "status": "on-hold", "title": "Seize scalable models"}]
+    made_up = per_load(first, second)
+    assert "mesh lean users" in made_up and "approved" not in made_up  # a status both loads have is not made up
+    (fam,), _ = families_from(_walk([_colour_typed("#1A2B3C", 26, 43, 60, 210)]), "picker.colors")
+    inst = instance(fam, random.Random(0), fresh=False)
+    assert not names_per_load(inst, made_up)
+    inst.request = "Move “Mesh lean users” to “approved”."
+    assert names_per_load(inst, made_up)

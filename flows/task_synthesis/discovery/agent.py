@@ -4,6 +4,7 @@ and, where it found little, which step came up empty and what the manifest could
 
 from __future__ import annotations
 
+import json
 import random
 import time
 from collections.abc import Callable
@@ -19,6 +20,7 @@ from flows.task_synthesis.discovery.families import (
     chain,
     chain_on_document,
     counted_after_making,
+    document_leaves,
     families_from,
     instance,
     made_then,
@@ -31,6 +33,7 @@ from flows.task_synthesis.task_spec import TaskSpec
 from sandboxes.actions import parse_actions
 from sandboxes.app_process import SandboxError
 from sandboxes.skills import Skill
+from verifier_templates.base import normalise
 
 TRIES_PER_FAMILY = 8
 RETRIEVE_SHARE = 0.3  # at most this share of the candidates are questions when other families can fill the rest
@@ -64,6 +67,9 @@ class DiscoveryAgent:
                     if f.transition.kind == "drag":
                         f.extra["peers"] = drag_peers(walk, f)
                 observe = replayer(driver, walk, manifest.state.page_expression(), OBSERVE_SECONDS)
+                home = manifest.start.home_path if manifest.start else "/"
+                again = observe([{"action": "goto", "url": home}]) if observe else None
+                walk.volatile = per_load(walk.initial.manifest if walk.initial else None, again[0] if again else None)
                 return walk, fams, dropped, draw(fams, walk, request, manifest.name, request.source.commit, observe)
 
         try:  # in a thread of its own: Playwright's sync API allows one instance per thread
@@ -108,6 +114,15 @@ def replayer(driver: Any, walk: WalkResult, expression: str | None, seconds: flo
             return None
 
     return observe
+
+
+def per_load(first: Any, second: Any) -> set[str]:
+    """Values the app makes up on each load (random titles): those one reading of a fresh app holds and
+    another does not. A task that names one cannot be set up again, so none does."""
+    if first is None or second is None:
+        return set()
+    one, two = ({normalise(v) for v in document_leaves(x).values() if isinstance(v, str) and len(v.strip()) >= 4} for x in (first, second))
+    return one ^ two
 
 
 def drag_peers(walk: WalkResult, fam: Family) -> list[str]:
@@ -161,7 +176,12 @@ def draw(fams: list[Family], walk: WalkResult, request: SynthesisRequest, sandbo
     seen: set[str] = set()
     picked: list[TaskSpec] = []
 
+    volatile = getattr(walk, "volatile", set())
+
     def take(inst: Instance, multi: bool) -> bool:
+        if volatile and names_per_load(inst, volatile):
+            walk.left_out = getattr(walk, "left_out", 0) + 1
+            return False
         spec = to_spec(inst, sandbox, commit, request.seed, walk.sign_in, multi)
         key = inst.request.casefold() + repr(sorted(str(inst.verifier)))
         if key in seen or any(p.task_id == spec.task_id for p in picked):
@@ -195,6 +215,11 @@ def draw(fams: list[Family], walk: WalkResult, request: SynthesisRequest, sandbo
             break
         take(c, True)
     return picked[:count]
+
+
+def names_per_load(inst: Instance, volatile: set[str]) -> bool:
+    said = normalise(inst.request + " " + json.dumps(inst.verifier, ensure_ascii=False))
+    return any(v in said for v in volatile)
 
 
 def observed_chains(plain: list[Instance], rng: random.Random, count: int, observe: Observe) -> list[Instance]:
@@ -231,6 +256,10 @@ def notes(manifest: Any, walk: WalkResult, fams: list[Family], dropped: Any, pic
         + (f" (transitions without a family: {', '.join(f'{k} {v}' for k, v in dropped.items())})" if dropped else ""),
     ]
     out += [f"{name}: {n}" for n in walk.notes]
+    volatile = getattr(walk, "volatile", set())
+    if volatile:
+        out.append(f"{name}: the state differs between two loads of the app ({len(volatile)} values made up per load, e.g. "
+                   f"{sorted(volatile)[0][:40]!r}): {getattr(walk, 'left_out', 0)} candidates that named one were left out")
     kinds = {f.name for f in fams} | ({"retrieve"} if any(p.family == "retrieve" for p in picked) else set())
     if len(kinds) < 4 or len(picked) < min(20, count):
         hints = []

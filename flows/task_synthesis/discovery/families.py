@@ -222,7 +222,7 @@ def _document_change(before: Any, after: Any, expression: str, typed: tuple[str,
     removed a delete, anything else an update."""
     if not isinstance(before, dict) or not isinstance(after, dict):
         return None
-    a, b = _leaves(before), _leaves(after)
+    a, b = document_leaves(before), document_leaves(after)
     changed = {k: v for k, v in b.items() if k not in a or a[k] != v}
     removed = {_absent_root(k, after): None for k in a if k not in b and a[k] is not None}
     said = {normalise(v) for v in typed if str(v).strip()}
@@ -248,7 +248,7 @@ def _document_change(before: Any, after: Any, expression: str, typed: tuple[str,
     return family, {"template": "js_state_matches", "params": params}, f"set {where}"
 
 
-def _leaves(value: Any, prefix: str = "") -> dict[str, Any]:
+def document_leaves(value: Any, prefix: str = "") -> dict[str, Any]:
     """Scalar leaves of a document by dotted path, items of lists by their index ("array.2")."""
     if isinstance(value, dict):
         parts: Any = value.items()
@@ -258,7 +258,7 @@ def _leaves(value: Any, prefix: str = "") -> dict[str, Any]:
         return {prefix: value}
     out: dict[str, Any] = {}
     for k, v in parts:
-        out |= _leaves(v, f"{prefix}.{k}" if prefix else str(k))
+        out |= document_leaves(v, f"{prefix}.{k}" if prefix else str(k))
     return out
 
 
