@@ -371,3 +371,27 @@ def test_values_an_app_makes_up_per_load_are_named_by_no_task():
     assert not names_per_load(inst, made_up)
     inst.request = "Move “Mesh lean users” to “approved”."
     assert names_per_load(inst, made_up)
+
+
+def test_a_step_on_one_record_of_a_document_is_done_on_the_others_and_checked_by_what_each_replay_did():
+    from flows.task_synthesis.discovery.families import observed_on_record, on_other_record
+    from flows.task_synthesis.discovery.page_scan import PageScan
+
+    doc = {"array": [1, 2, 3], "number": 123, "string": "Hello World"}
+    menu = {"role": "button", "name": "Open the actions menu"}
+    rows = [{"role": "button", "name": menu["name"], "item": item, "target": menu | ({"nth": i} if i else {})}
+            for i, item in enumerate(["array[3]", "number:123", "string:Hello World"])]
+    remove = Transition("item", [{"action": "goto", "url": "/"}],
+                        [{"action": "left_click", "target": rows[2]["target"]}, {"action": "left_click", "target": {"role": "button", "name": "Remove"}}],
+                        StateDiff(manifest=(doc, {k: v for k, v in doc.items() if k != "string"})), item="string:Hello World",
+                        control={"role": "button", "name": "Remove"})
+    walk = _walk([remove])
+    walk.scans["/"] = PageScan("/", "", [], rows, [], [], [], [])
+    (fam,), _ = families_from(walk, "editor.get()")
+    assert fam.name == "delete" and fam.verifier["params"]["where"] == {"string": None}
+    assert [r["item"] for r in fam.extra["records"]] == ["array[3]", "number:123"]
+    other = on_other_record(fam, fam.extra["records"][0])
+    assert other.reference[1]["target"] == rows[0]["target"] and other.request == "Remove “array[3]”."
+    made = observed_on_record(other, doc, {k: v for k, v in doc.items() if k != "array"})
+    assert made.verifier["params"]["where"] == {"array": None}  # the whole list is gone, not its items
+    assert observed_on_record(other, doc, doc | {"number": 5}) is None  # not a removal: not this family's task

@@ -25,6 +25,8 @@ from flows.task_synthesis.discovery.families import (
     instance,
     made_then,
     observed_chain,
+    observed_on_record,
+    on_other_record,
     retrieve_instances,
     to_spec,
 )
@@ -149,6 +151,15 @@ def draw(fams: list[Family], walk: WalkResult, request: SynthesisRequest, sandbo
             inst = instance(f, random.Random(f"{request.seed}-{f.key}-{k}"), fresh=True)
             if inst is not None:
                 got.append(inst)
+        if observe is not None and f.extra.get("records"):  # the same step on other records, each replayed
+            records = list(f.extra["records"])
+            random.Random(f"{request.seed}-{f.key}-records").shuffle(records)
+            for rec in records[: TRIES_PER_FAMILY - 1]:
+                inst = on_other_record(f, rec)
+                seen_change = observe(inst.reference)
+                made = observed_on_record(inst, *seen_change) if seen_change else None
+                if made is not None:
+                    got.append(made)
         singles[f.key] = got
     retrieve = retrieve_instances(walk) + counted_after_making(fams, walk, request.seed)
     if retrieve:
@@ -164,7 +175,7 @@ def draw(fams: list[Family], walk: WalkResult, request: SynthesisRequest, sandbo
     rng.shuffle(pairs)
     mixed = sorted(pairs[: count * 6], key=lambda ab: ab[0].family.key == ab[1].family.key)  # two kinds of step first
     for a, b in mixed[: count * 2]:
-        c = chain(a, b)
+        c = None if observe and a.family.extra.get("document") and b.family.extra.get("document") else chain(a, b)
         if c:
             chains.append(c)
     if observe is not None:
@@ -223,12 +234,13 @@ def names_per_load(inst: Instance, volatile: set[str]) -> bool:
 
 
 def observed_chains(plain: list[Instance], rng: random.Random, count: int, observe: Observe) -> list[Instance]:
-    """Chains of two steps on one document that `chain` refuses (the second sets what the first checks, or
-    the same press twice: Next, then Next), replayed to see what they do together."""
+    """Chains of two steps on one document, replayed to see what they do together: the second may set what
+    the first checks (a colour's hex, then its red), or be the same press again (Next, then Next)."""
     docs = [i for i in plain if i.family.extra.get("document")]
     pairs = [(a, b) for a in docs for b in docs if a.family.transition.page == b.family.transition.page
-             and (a is not b or not a.values) and chain(a, b) is None]
+             and (a is not b or not a.values)]
     rng.shuffle(pairs)
+    pairs.sort(key=lambda ab: ab[0].family.key == ab[1].family.key)  # two kinds of step first
     out = []
     for a, b in pairs[: count * 2]:
         joined = chain_on_document(a, b)

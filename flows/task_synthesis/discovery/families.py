@@ -225,8 +225,8 @@ def _document_change(before: Any, after: Any, expression: str, typed: tuple[str,
     a, b = document_leaves(before), document_leaves(after)
     changed = {k: v for k, v in b.items() if k not in a or a[k] != v}
     removed = {_absent_root(k, after): None for k in a if k not in b and a[k] is not None}
-    said = {normalise(v) for v in typed if str(v).strip()}
-    named = {k: v for k, v in changed.items() if normalise(v) in said}
+    said = {_bare(v) for v in typed if _bare(v)}
+    named = {k: v for k, v in changed.items() if _bare(v) in said}
     shown = normalise(pressed)
     chosen = {k: v for k, v in changed.items() if isinstance(v, str) and len(v.strip()) >= 3 and normalise(v) in shown} if shown else {}
     where = named or chosen or (changed | removed)
@@ -246,6 +246,11 @@ def _document_change(before: Any, after: Any, expression: str, typed: tuple[str,
     if js_state_matches.judge(Evidence({}, {"state": before}), params).passed or not js_state_matches.judge(Evidence({}, {"state": after}), params).passed:
         return None
     return family, {"template": "js_state_matches", "params": params}, f"set {where}"
+
+
+def _bare(value: Any) -> str:
+    """A value as typed or stored, without the marks an app adds or drops ("#F2BF78" and "F2BF78")."""
+    return normalise(value).strip("#$€£%")
 
 
 def document_leaves(value: Any, prefix: str = "") -> dict[str, Any]:
@@ -296,7 +301,7 @@ def _names_typed(verifier: dict[str, Any], typed: tuple[str, ...]) -> bool:
     if any(v.casefold() in shown for v in typed if len(v) >= 2):
         return True
     words = {w for v in typed for w in re.findall(r"[^\W_]+", v.casefold())}
-    return any(w in k.casefold().split(".") for k in verifier["params"].get("where", {}) for w in words)
+    return any(w in re.findall(r"[^\W_]+", k.casefold()) for k in verifier["params"].get("where", {}) for w in words)
 
 
 def _checked_values(verifier: dict[str, Any]) -> list[str]:
@@ -365,7 +370,8 @@ def families_from(walk: WalkResult, manifest_expression: str | None) -> tuple[li
         name, verifier, values = found
         if t.kind == "drag" and name in ("update", "create"):
             name = "move"
-        key = f"{name}|{t.kind}|{t.page}|{t.heading}|{t.button}|{t.control.get('name', '')}|{t.to}|{bool(t.made_by)}"
+        fields = json.dumps([t.actions[s.index].get("target") for s in t.slots if s.index < len(t.actions)], sort_keys=True)
+        key = f"{name}|{t.kind}|{t.page}|{t.heading}|{t.button}|{t.control.get('name', '')}|{t.to}|{bool(t.made_by)}|{fields}"
         if key in out:
             continue
         fam = Family(name, key, t, verifier, values)
@@ -373,6 +379,8 @@ def families_from(walk: WalkResult, manifest_expression: str | None) -> tuple[li
             fam.extra["document"] = True  # one object, not records: two steps that set the same leaf never chain
             if name == "select":
                 fam.extra["options"] = _options(walk, t, verifier)
+            elif t.kind == "item" and t.made_by is None:
+                fam.extra["records"] = _other_records(walk, t)
         if t.made_by is not None:
             setup = made.get(id(t.made_by))
             if setup is None:
@@ -407,6 +415,40 @@ def _options(walk: WalkResult, t: Transition, verifier: dict[str, Any]) -> list[
             seen.add(name)
             out.append({"value": middle, "target": b["target"]})
     return out[:MAX_OPTIONS]
+
+
+def _other_records(walk: WalkResult, t: Transition) -> list[dict[str, Any]]:
+    """The other records with the control the step pressed first (a row's menu button, its checkbox): the
+    same step on each of them is a task of the family, whose check a replay shows (`observed_on_record`)."""
+    scan = walk.scans.get(t.page)
+    first = t.actions[0].get("target") if t.actions else None
+    if scan is None or first is None:
+        return []
+    mine = next((c for c in scan.on_items if c["item"] == t.item and c["target"] == first), None)
+    if mine is None:
+        return []
+    return [{"item": c["item"], "target": c["target"]} for c in scan.on_items
+            if (c["role"], c["name"]) == (mine["role"], mine["name"]) and c["item"] != t.item][:MAX_OPTIONS]
+
+
+def on_other_record(fam: Family, record: dict[str, Any]) -> Instance:
+    """The family's step on another record, its check not yet known (`observed_on_record` gives it)."""
+    t = fam.transition
+    actions = copy.deepcopy(t.actions)
+    actions[0]["target"] = record["target"]
+    return Instance(fam, _request(fam, [], record["item"]), [], None, t.path + actions, {}, [record["item"]], record["item"])
+
+
+def observed_on_record(inst: Instance, before: Any, after: Any) -> Instance | None:
+    """The check of a step on another record from what its replay did, when that names the record and is
+    the family's kind of change (a remove removed, a flag flipped)."""
+    expression = inst.family.verifier.get("params", {}).get("expression", "")
+    found = _document_change(before, after, expression)
+    if found is None or found[0] != inst.family.name or not _names_typed(found[1], (inst.item,)):
+        return None
+    if inst.family.name == "toggle":
+        inst.request = _request(Family(inst.family.name, "", inst.family.transition, found[1], []), [], inst.item)
+    return Instance(inst.family, inst.request, [], None, inst.reference, found[1], inst.values, inst.item)
 
 
 def _option_instance(fam: Family, rng: random.Random, fresh: bool) -> Instance:
