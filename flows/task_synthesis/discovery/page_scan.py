@@ -160,7 +160,7 @@ SCAN_JS = r"""(() => {
     return {heading: heading(z), cards: mine.map(itemText).filter(Boolean), named: named.map(itemText), drop,
       x: Math.round(box.left + scrollX), y: Math.round(box.top + scrollY)};
   }).filter(z => z.heading && z.drop);
-  const links = [...document.querySelectorAll('a[href]')].filter(vis).map(a => ({name: text(a) || squash(a.getAttribute('aria-label')), href: a.getAttribute('href')})).filter(l => l.name);
+  const links = [...document.querySelectorAll('a[href]')].filter(vis).map(a => ({name: text(a) || squash(a.getAttribute('aria-label')), href: a.getAttribute('href'), role: a.getAttribute('role') || 'link'})).filter(l => l.name);
   const records = [...document.querySelectorAll('li, tr, [role=listitem], [role=row], [draggable=true]')].filter(vis).map(it => {
     const r = it.getBoundingClientRect();
     return {text: itemText(it), link: !!it.querySelector('a[href]'), x: Math.round((r.left + Math.min(r.width / 2, 80)) * 999 / innerWidth), y: Math.round((r.top + r.height / 2) * 999 / innerHeight)};

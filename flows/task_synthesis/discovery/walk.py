@@ -488,7 +488,7 @@ def _in_page_links(scan: PageScan) -> list[dict[str, Any]]:
     """Links to a place in the page ("#next", "#finish") that scripts answer: a wizard's Next and Finish,
     a tab, a menu entry. A person presses them like buttons."""
     names = [link["name"] for link in scan.links]
-    return [{"name": link["name"], "target": {"role": "link", "name": link["name"]}} for link in scan.links
+    return [{"name": link["name"], "target": {"role": link.get("role") or "link", "name": link["name"]}} for link in scan.links
             if link["href"].startswith("#") and not link["href"].startswith("#/") and not ACCOUNT_LINKS.search(link["name"])
             and names.count(link["name"]) == 1 and len(link["name"]) < 40][:MAX_IN_PAGE_LINKS]
 
