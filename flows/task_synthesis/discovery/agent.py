@@ -283,6 +283,11 @@ def notes(manifest: Any, walk: WalkResult, fams: list[Family], dropped: Any, pic
                          "\"local_storage\" with its key, or \"js\" with an expression that returns the records)")
         if not walk.sign_in and any(f.type == "password" for s in walk.scans.values() for g in s.groups for f in g.fields):
             hints.append("a password field was seen: give an account in [auth] (login_path, username, password)")
+        initial = walk.initial.manifest if walk.initial else None
+        leaves = document_leaves(initial) if isinstance(initial, dict) else {}
+        if 0 < len(leaves) <= 3:
+            hints.append(f"the [state] expression gives one object of {len(leaves)} value(s) ({', '.join(leaves)}), so a step can only set "
+                         "those and tasks are few: an expression that returns more of what the app holds (its fields' values, its records) gives more")
         if dropped.get("change without a checkable value"):
             hints.append("some changes named no typed value: a [state] expression returning the records makes them checkable")
         out.append(f"{name}: few families or pairs — " + ("; ".join(hints) or "the app offers few state-changing controls"))
