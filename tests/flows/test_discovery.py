@@ -395,3 +395,14 @@ def test_a_step_on_one_record_of_a_document_is_done_on_the_others_and_checked_by
     made = observed_on_record(other, doc, {k: v for k, v in doc.items() if k != "array"})
     assert made.verifier["params"]["where"] == {"array": None}  # the whole list is gone, not its items
     assert observed_on_record(other, doc, doc | {"number": 5}) is None  # not a removal: not this family's task
+
+
+def test_a_number_typed_into_a_document_is_checked_as_typed_so_its_variants_check_their_own():
+    box = field(label="r", target={"label": "r"}, value="25")
+    after = {"hex": "#5E4D33", "rgba": {"r": 94, "g": 77, "b": 51, "a": 1}, "hsl": {"h": 36, "s": 0.3, "l": 0.28, "a": 1}}
+    t = Transition("enter", [{"action": "goto", "url": "/"}], [{"action": "type", "target": box.target, "text": "94", "clear": True},
+                   {"action": "key", "keys": ["Enter"]}], StateDiff(manifest=(COLOUR, after)), [Slot(0, box, "94")])
+    (fam,), _ = families_from(_walk([t]), "picker.colors")
+    assert fam.verifier["params"]["where"] == {"rgba.r": "94"}
+    other = instance(fam, random.Random(5), fresh=True)
+    assert other.verifier["params"]["where"] == {"rgba.r": other.reference[1]["text"]} != {"rgba.r": "94"}

@@ -225,8 +225,9 @@ def _document_change(before: Any, after: Any, expression: str, typed: tuple[str,
     a, b = document_leaves(before), document_leaves(after)
     changed = {k: v for k, v in b.items() if k not in a or a[k] != v}
     removed = {_absent_root(k, after): None for k in a if k not in b and a[k] is not None}
-    said = {_bare(v) for v in typed if _bare(v)}
-    named = {k: v for k, v in changed.items() if _bare(v) in said}
+    said = {_bare(v): str(v) for v in typed if _bare(v)}
+    # a number as typed ("94"), so another value typed in a variant swaps into the check
+    named = {k: v if isinstance(v, str) else said[_bare(v)] for k, v in changed.items() if _bare(v) in said}
     shown = normalise(pressed)
     chosen = {k: v for k, v in changed.items() if isinstance(v, str) and len(v.strip()) >= 3 and normalise(v) in shown} if shown else {}
     where = named or chosen or (changed | removed)
