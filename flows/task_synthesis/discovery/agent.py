@@ -151,6 +151,9 @@ def draw(fams: list[Family], walk: WalkResult, request: SynthesisRequest, sandbo
             inst = instance(f, random.Random(f"{request.seed}-{f.key}-{k}"), fresh=True)
             if inst is not None:
                 got.append(inst)
+        if observe is not None and got and f.extra.get("document") and f.transition.slots and _typing_is_enough(got[0], observe):
+            for inst in got:  # the press after typing is not needed (a field the app reads as you type): left out
+                inst.reference = inst.reference[:-1]
         if observe is not None and f.extra.get("records"):  # the same step on other records, each replayed
             records = list(f.extra["records"])
             random.Random(f"{request.seed}-{f.key}-records").shuffle(records)
@@ -226,6 +229,18 @@ def draw(fams: list[Family], walk: WalkResult, request: SynthesisRequest, sandbo
             break
         take(c, True)
     return picked[:count]
+
+
+def _typing_is_enough(inst: Instance, observe: Observe) -> bool:
+    """Whether the step's check already holds before its last action (Enter, or the form's button)."""
+    from verifier_templates import js_state_matches
+    from verifier_templates.base import Evidence
+
+    last = inst.reference[-1] if inst.reference else {}
+    if last.get("action") not in ("key", "left_click") or len(inst.reference) < 3:
+        return False
+    seen = observe(inst.reference[:-1])
+    return bool(seen) and js_state_matches.judge(Evidence({}, {"state": seen[1]}), inst.verifier["params"]).passed
 
 
 def names_per_load(inst: Instance, volatile: set[str]) -> bool:
