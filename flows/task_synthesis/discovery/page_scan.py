@@ -120,7 +120,7 @@ SCAN_JS = r"""(() => {
     .map(el => ({target: target(el), role: roleOf(el), name: nameOf(el), item: itemText(itemOf(el))})).filter(c => c.target && c.item);
   // loose buttons (not in a form or a record): actions on the page itself
   // and choices of a listbox a script answers (swatches, role=option): pressed like buttons
-  const choices = all.filter(el => roleOf(el) === 'option' && el.getAttribute('aria-disabled') !== 'true' && !el.closest('[draggable=true]') && !el.querySelector('[draggable=true]'));  // a sortable's items are options too: they are dragged, not pressed
+  const choices = all.filter(el => roleOf(el) === 'option' && el.closest('[role=listbox]') && el.getAttribute('aria-disabled') !== 'true' && !el.closest('[draggable], [aria-dropeffect]') && !el.querySelector('[draggable]'));  // a sortable's items are options too: they are dragged, not pressed
   const pageButtons = buttons.concat(choices).filter(b => !claimed.has(b) && !itemOf(b)).map(b => ({name: nameOf(b), target: target(b)})).filter(b => b.target && b.name);
   // drag: HTML5 draggables, and cards of lists that drag libraries move (siblings alike inside like containers)
   let cards = [...document.querySelectorAll('[draggable=true]')].filter(vis);
