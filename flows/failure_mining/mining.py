@@ -138,75 +138,92 @@ class StepBatch:
 def step_batches(lake: Lake, pending: pl.DataFrame, batch_steps: int = BATCH_STEPS) -> list[StepBatch]:
     """Groups of step files holding pending trajectories, each about `batch_steps` rows, never splitting
     a trajectory across groups; files with nothing pending are not read at all."""
-    if pending.is_empty() or not lake.files("steps"):
+    files = sorted(str(f) for f in lake.files("steps"))
+    if pending.is_empty() or not files:
         return []
-    file_lists = locate(lake, pending)
-    if not file_lists:
+    found = located(lake, files, pending)  # (trajectory_id, file): file numbers into `files`
+    if found.is_empty():
         return []
-    groups = _files_read_together(list(file_lists.values()))
-    batches = _packed(groups, lake.file_rows("steps"), batch_steps)
-    which = {f: i for i, batch in enumerate(batches) for f in batch}
-    here = pl.DataFrame(
-        {"trajectory_id": list(file_lists), "batch": [which[fs[0]] for fs in file_lists.values()]},
-        schema={"trajectory_id": pl.String, "batch": pl.Int32},
+    spanning = found.filter(pl.col("trajectory_id").is_duplicated())  # rare: writers land one in one file
+    lists = spanning.group_by("trajectory_id").agg(pl.col("file").sort())["file"].to_list()
+    groups = _files_read_together([[i] for i in found["file"].unique().to_list()] + lists)
+    rows = lake.file_rows("steps")
+    batches = _packed(groups, [rows.get(f, 0) for f in files], batch_steps)
+    which = {i: b for b, batch in enumerate(batches) for i in batch}
+    here = found.group_by("trajectory_id").agg(pl.col("file").min()).select(
+        "trajectory_id", batch=pl.col("file").replace_strict(which, return_dtype=pl.Int32)
     )
     parts = pending.join(here, on="trajectory_id", how="inner", maintain_order="left").partition_by(
         "batch", as_dict=True, include_key=False
     )
-    return [StepBatch(list(batch), parts[(i,)]) for i, batch in enumerate(batches) if (i,) in parts]
+    return [StepBatch([files[i] for i in batch], parts[(b,)]) for b, batch in enumerate(batches) if (b,) in parts]
 
 
-def locate(lake: Lake, pending: pl.DataFrame) -> dict[str, list[str]]:
-    """trajectory_id -> the step files holding its steps (in file order), for the pending trajectories that
-    have any. Reads the trajectory_id column alone, a file at a time, and keeps each file's distinct ids: a
-    small part of a scan (a DISTINCT over (trajectory_id, filename) of every row cost about one scan)."""
-    files = [str(f) for f in lake.files("steps")]
+def located(lake: Lake, files: list[str], pending: pl.DataFrame) -> pl.DataFrame:
+    """(trajectory_id, file) for every step file holding steps of a pending trajectory, `file` the file's
+    number in `files`. Reads the trajectory_id column alone, a file at a time, keeping each file's distinct
+    ids: a part of a scan (a DISTINCT over (trajectory_id, filename) of every row cost about one scan)."""
     wanted = pending["trajectory_id"].implode()
     parts = [
-        pl.from_arrow(lake.read_files("steps", [f], ["trajectory_id"]))
+        _read(lake, [f], ["trajectory_id"])
         .unique()
         .filter(pl.col("trajectory_id").is_in(wanted))
         .with_columns(file=pl.lit(i, pl.UInt32))
         for i, f in enumerate(files)
     ]
-    found = pl.concat(parts).group_by("trajectory_id").agg(pl.col("file").sort())
-    return {tid: [files[i] for i in at] for tid, at in found.iter_rows()}
+    return pl.concat(parts)
 
 
-def _packed(groups: list[list[str]], sizes: dict[str, int], batch_steps: int) -> list[list[str]]:
-    """Groups of files, in file order, packed into batches of at most `batch_steps` rows (a larger group
-    alone)."""
-    batches: list[list[str]] = [[]]
+def _packed(groups: list[list[int]], sizes: list[int], batch_steps: int) -> list[list[int]]:
+    """Groups of file numbers, in file order, packed into batches of at most `batch_steps` rows (a larger
+    group alone)."""
+    batches: list[list[int]] = [[]]
     for group in sorted(groups):
-        if batches[-1] and sum(sizes.get(f, 0) for f in batches[-1] + group) > batch_steps:
+        if batches[-1] and sum(sizes[i] for i in batches[-1] + group) > batch_steps:
             batches.append([])
         batches[-1].extend(group)
     return [b for b in batches if b]
 
 
-def _files_read_together(file_lists: list[list[str]]) -> list[list[str]]:
+def _files_read_together(file_lists: list[list[int]]) -> list[list[int]]:
     """Files that share a trajectory must be read together: union them (usually every file stands alone)."""
-    parent: dict[str, str] = {}
+    parent: dict[int, int] = {}
 
-    def root(f: str) -> str:
+    def root(f: int) -> int:
         while parent.setdefault(f, f) != f:
             parent[f] = parent[parent[f]]
             f = parent[f]
         return f
 
-    for files in file_lists:
-        for other in files[1:]:
-            parent[root(other)] = root(files[0])
-        root(files[0])
-    groups: dict[str, list[str]] = {}
+    for group in file_lists:
+        for other in group[1:]:
+            parent[root(other)] = root(group[0])
+        root(group[0])
+    groups: dict[int, list[int]] = {}
     for f in sorted(parent):
         groups.setdefault(root(f), []).append(f)
-    return [sorted(g) for g in groups.values()]
+    return list(groups.values())
 
 
 def read_steps(lake: Lake, files: list[str]) -> pl.DataFrame:
     """The miner's columns of these step files (a file missing a column gets nulls), wherever the lake is."""
-    return pl.from_arrow(lake.read_files("steps", files, STEP_COLUMNS))
+    return _read(lake, files, STEP_COLUMNS)
+
+
+_STEP_SCHEMA = pl.from_arrow(schema_for("steps").empty_table()).schema
+
+
+def _read(lake: Lake, files: list[str], columns: list[str] | tuple[str, ...]) -> pl.DataFrame:
+    """Columns of step files in the lake's types, files in the order given. On disk through polars' own
+    Parquet reader (several times faster here than pyarrow's or DuckDB's on a file of one large row group);
+    on object storage, or for a file whose types differ from the lake's, through the lake (pyarrow)."""
+    if not lake.remote:
+        schema = {c: _STEP_SCHEMA[c] for c in columns}
+        try:
+            return pl.scan_parquet(files, schema=schema, missing_columns="insert", extra_columns="ignore").collect()
+        except pl.exceptions.SchemaError:  # a file in other types than the lake's: pyarrow casts
+            pass
+    return pl.from_arrow(lake.read_files("steps", files, columns))
 
 
 # ---- mining one batch --------------------------------------------------------------------------------------
