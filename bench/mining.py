@@ -7,13 +7,15 @@ steps that change the screen, and injected faults - loops (a type/select repeate
 screen, or a click repeated and failing), bad coordinate clicks in an empty corner, format errors, zero
 scrolls, sensitive clicks with and without a call_user first, over-cautious call_users, premature
 terminations (with a failed verdict). 3% of trajectories have a screenshot but no UI tree, 1% no screen.
-They are written as the lake holds them: one Parquet file per write batch (at most 1M steps, whole
-trajectories), plus trajectories and verdicts.
+They are written as the lake holds them: one Parquet file per write batch (about 1M steps, whole
+trajectories), plus trajectories and verdicts, generated and committed a batch at a time (10M steps: ten
+chunks, memory of one).
 
 Printed per N (one JSON line): steps/s of `mine()` (findings, rewards, seeds and mined rows all written),
 peak RSS of the mining process (resource.getrusage; generation and the baseline run in other processes),
 the time of a plain DuckDB scan that reads the same Parquet columns into Arrow (best of 3), and the ratio
-of mining time to that scan. Precision and recall per kind against the injected faults are printed as a
+of mining time to that scan (the lake's writer puts a file's 1M rows in one row group, and DuckDB
+splits a Parquet scan by row groups). Precision and recall per kind against the injected faults are printed as a
 sanity check up to 2M steps. Timings on a shared machine move with its load: run it on a quiet one.
 """
 
