@@ -22,7 +22,7 @@ from flows.task_synthesis.discovery.families import (
     retrieve_instances,
     to_spec,
 )
-from flows.task_synthesis.discovery.walk import DiscoveryWalk, WalkResult
+from flows.task_synthesis.discovery.walk import MAX_SECONDS, MAX_STEPS, DiscoveryWalk, WalkResult
 from flows.task_synthesis.task_spec import TaskSpec
 from sandboxes.app_process import SandboxError
 from sandboxes.skills import Skill
@@ -40,8 +40,8 @@ def replay_skill(sandbox: str) -> Skill:
 class DiscoveryAgent:
     name = "static"
 
-    def __init__(self, max_seconds: float = 150.0) -> None:
-        self.max_seconds = max_seconds
+    def __init__(self, max_seconds: float = MAX_SECONDS, max_steps: int = MAX_STEPS) -> None:
+        self.max_seconds, self.max_steps = max_seconds, max_steps  # steps bound the walk; the wall clock only caps it
 
     def synthesize(self, request: SynthesisRequest) -> AgentOutput:
         from sandboxes.drivers import open_driver
@@ -50,7 +50,7 @@ class DiscoveryAgent:
         manifest = request.manifest
         def walk_app() -> WalkResult:
             with open_driver(manifest) as driver:
-                return DiscoveryWalk(driver, manifest, request.seed, self.max_seconds).run()
+                return DiscoveryWalk(driver, manifest, request.seed, self.max_seconds, self.max_steps).run()
 
         try:  # in a thread of its own: Playwright's sync API allows one instance per thread
             with ThreadPoolExecutor(1) as pool:
