@@ -61,7 +61,7 @@ def rollout(
         if progress:
             _bars[folder] = progress.add_task(f"{load_manifest(folder).name}: {policy}", total=len(items))
         running[folder] = rollout_batch_task.map(
-            unmapped(folder), unmapped(str(lake.root)), unmapped(run_id), unmapped(policy), batches,
+            unmapped(folder), unmapped(lake.uri), unmapped(run_id), unmapped(policy), batches,
             [str(i) for i in range(len(batches))], unmapped(workers), unmapped(noise), unmapped(profile))
     for folder, futures in running.items():
         name, ended = load_manifest(folder).name, Counter()
