@@ -155,6 +155,36 @@ def test_a_prefilled_field_gets_another_value_of_its_shape():
         assert not re.fullmatch(r"#?[0-9A-Fa-f]+", value_for_field(field(value="Buy milk", label="Title"), rng))  # words get words
 
 
+def test_a_form_sends_its_named_fields_and_an_editor_changes_one_value():
+    from flows.task_synthesis.discovery.page_scan import Group
+    from flows.task_synthesis.discovery.walk import _edit_target, _sent_fields
+
+    name = field(label="Name", name="name", required=True)
+    widget = field(label="Filter", name="", named=False)  # a list's filter box: no name, sends nothing
+    picks = field(label="Available", name="perms_old", type="select", role="listbox", multiple=True)
+    add = Group("form", "Add group", [name, widget, picks], [{"name": "Save", "target": {"role": "button", "name": "Save"}}])
+    assert _sent_fields(add) == [name]
+    assert _edit_target(add) is None, "an empty form is filled in"
+    held = field(label="Title", value="Team trip")
+    create = Group("form", "", [field(label="HREF", value="0b8c-4f1e"), field(label="Title"), field(label="Description")], [])
+    assert _edit_target(create) is None, "one prefilled field (a generated id) does not make an editor"
+    editor = Group("form", "", [field(label="Description", value="Plans"), held, field(label="Source")], [])
+    assert _edit_target(editor, "Team trip") is held, "the field holding the record's name"
+    assert _edit_target(editor).label == "Description", "mostly filled in: its first filled field"
+    # no field has a name (a script reads them): all are sent
+    loose = Group("form", "", [field(label="A", name="", named=False), field(label="B", name="", named=False)], [])
+    assert len(_sent_fields(loose)) == 2
+
+
+def test_a_request_names_only_the_values_its_verifier_checks():
+    from flows.task_synthesis.discovery.families import _checked_slots
+
+    verifier = {"template": "row_exists", "params": {"table": "groups", "where": {"name": "Budget trip 42"}}}
+    slots = {"Name": "Budget trip 42", "Filter": "garden", "Staff": "yes"}
+    assert _checked_slots(slots, verifier) == {"Name": "Budget trip 42", "Staff": "yes"}
+    assert _checked_slots({"Filter": "garden"}, verifier) == {"Filter": "garden"}, "none checked: all said (the gate says why)"
+
+
 ITEMS_OF = "window.lists"  # a manifest expression whose state is lists of plain strings
 
 

@@ -30,7 +30,7 @@ from flows.task_synthesis.discovery.families import (
     retrieve_instances,
     to_spec,
 )
-from flows.task_synthesis.discovery.walk import DiscoveryWalk, WalkResult
+from flows.task_synthesis.discovery.walk import MAX_SECONDS, MAX_STEPS, DiscoveryWalk, WalkResult
 from flows.task_synthesis.task_spec import TaskSpec
 from sandboxes.actions import parse_actions
 from sandboxes.app_process import SandboxError
@@ -52,8 +52,8 @@ def replay_skill(sandbox: str) -> Skill:
 class DiscoveryAgent:
     name = "static"
 
-    def __init__(self, max_seconds: float = 150.0) -> None:
-        self.max_seconds = max_seconds
+    def __init__(self, max_seconds: float = MAX_SECONDS, max_steps: int = MAX_STEPS) -> None:
+        self.max_seconds, self.max_steps = max_seconds, max_steps  # steps bound the walk; the wall clock only caps it
 
     def synthesize(self, request: SynthesisRequest) -> AgentOutput:
         from sandboxes.drivers import open_driver
@@ -63,7 +63,7 @@ class DiscoveryAgent:
 
         def walk_app() -> tuple[WalkResult, list[Family], Any, list[TaskSpec]]:
             with open_driver(manifest) as driver:
-                walk = DiscoveryWalk(driver, manifest, request.seed, self.max_seconds).run()
+                walk = DiscoveryWalk(driver, manifest, request.seed, self.max_seconds, self.max_steps).run()
                 fams, dropped = families_from(walk, manifest.state.page_expression())
                 for f in fams:
                     if f.transition.kind == "drag":

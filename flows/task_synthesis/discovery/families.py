@@ -32,6 +32,7 @@ from verifier_templates.base import Evidence, normalise
 VERSION = "discovery-1"
 REPLAY_SKILL = "replay_ui"
 GENERIC_BUTTONS = {"", "submit", "ok", "save", "send", "go", "continue", "next", "done", "apply", "confirm", "finish", "enter", "add"}
+MAKING = re.compile(r"^(add|new|create|register|compose|write)\b", re.I)
 MULTI_SHARE = 0.4  # of the candidates drawn, at least this share chains steps (the gate rejects more chains than single steps)
 
 
@@ -173,16 +174,18 @@ def _state_text(shown: str, items: list[dict[str, Any]]) -> str | None:
 
 
 def _shown_or_searched(t: Transition, typed: tuple[str, ...]) -> tuple[str, dict[str, Any], list[str]] | None:
-    shown = [v for v in typed if len(v) >= 3 and v.casefold() in t.text_after.casefold()]
-    if shown and t.kind in ("form", "enter"):
-        checks = [{"template": "page_contains", "params": {"text": v}} for v in shown]
-        return "submit", checks[0] if len(checks) == 1 else {"template": "all_of", "params": {"checks": checks}}, shown
+    """A form whose values went into the address (a search: checked on the URL, which says what was asked), else
+    one whose typed values the page shows afterwards."""
     if t.url_after and urlsplit(t.url_after).query:
         query = [(k, v) for k, v in parse_qsl(urlsplit(t.url_after).query) if v and v in typed]
         if query:
             path = urlsplit(t.url_after).path
             looks = "".join(f"(?=(?:.*&)?{re.escape(k)}={_spaced(v)}(?:&|$))" for k, v in query)
             return "search", {"template": "url_matches", "params": {"pattern": f"{re.escape(path)}\\?{looks}"}}, [v for _, v in query]
+    shown = [v for v in typed if len(v) >= 3 and v.casefold() in t.text_after.casefold()]
+    if shown and t.kind in ("form", "enter"):
+        checks = [{"template": "page_contains", "params": {"text": v}} for v in shown]
+        return "submit", checks[0] if len(checks) == 1 else {"template": "all_of", "params": {"checks": checks}}, shown
     return None
 
 
@@ -486,10 +489,14 @@ def _substitute(value: Any, swaps: dict[str, str]) -> Any:
 
 
 def _revalue(t: Transition, rng: random.Random) -> tuple[list[dict], dict[str, str]]:
-    """The transition's actions with fresh values in every slot, and old -> new per value."""
+    """The transition's actions with fresh values in every slot, and old -> new per value; slots that held
+    one value (a password and its confirmation) get one new value."""
     actions = copy.deepcopy(t.actions)
     swaps: dict[str, str] = {}
     for s in t.slots:
+        if s.value in swaps and actions[s.index].get("action") == "type":
+            actions[s.index] = {**actions[s.index], "text": swaps[s.value]}
+            continue
         made = fill_action(s.field, rng)
         if made is None:
             continue
@@ -517,9 +524,9 @@ def instance(fam: Family, rng: random.Random, fresh: bool) -> Instance | None:
         values = [_substitute(v, both) for v in fam.values]
         made = fam.setup_family
         slots = {s.field.spoken: swaps.get(s.value, s.value) for s in fam.setup.slots}
-        setup_request = _request(made, [_substitute(v, swaps) for v in made.values], "", slots) if made else ""
+        setup_request = _request(made, [_substitute(v, swaps) for v in made.values], "", slots, check) if made else ""
         mine = {s.field.spoken: own_swaps.get(s.value, s.value) for s in t.slots}
-        return Instance(fam, _request(fam, values, item, mine), setup, check, own, verifier, values, item, setup_request)
+        return Instance(fam, _request(fam, values, item, mine, verifier), setup, check, own, verifier, values, item, setup_request)
     if t.kind == "drag":
         return _drag_instance(fam, rng, fresh)
     if fam.extra.get("options"):
@@ -530,7 +537,7 @@ def instance(fam: Family, rng: random.Random, fresh: bool) -> Instance | None:
     verifier = _substitute(fam.verifier, swaps)
     values = [_substitute(v, swaps) for v in fam.values]
     slots = {s.field.spoken: swaps.get(s.value, s.value) for s in t.slots}
-    return Instance(fam, _request(fam, values, t.item, slots), [], None, t.path + actions, verifier, values, t.item)
+    return Instance(fam, _request(fam, values, t.item, slots, verifier), [], None, t.path + actions, verifier, values, t.item)
 
 
 def _substitute_card(value: Any, swaps: dict[str, str]) -> Any:
@@ -581,8 +588,21 @@ def _clean(label: str) -> str:
     return re.sub(r"\s+", " ", re.sub(r"^[+×✕✖x]\s+|[:*]+$", "", label.strip())).strip()
 
 
-def _request(fam: Family, values: list[str], item: str, slots: dict[str, str] | None = None) -> str:
+def _checked_slots(slots: dict[str, str] | None, verifier: dict[str, Any]) -> dict[str, str] | None:
+    """The typed values the verifier checks (and every ticked box): a value the request names must be one the
+    check tells apart, so a field the app ignores (a filter box, a source for a kind that has none) goes
+    unsaid. All of them when none is checked (the gate then says why)."""
+    if not slots:
+        return slots
+    shown = json.dumps(verifier, ensure_ascii=False).casefold()
+    kept = {k: v for k, v in slots.items() if v == "yes" or (v.strip() and v.strip().casefold() in shown)}
+    return kept if any(v != "yes" for v in kept.values()) else slots
+
+
+def _request(fam: Family, values: list[str], item: str, slots: dict[str, str] | None = None,
+             verifier: dict[str, Any] | None = None) -> str:
     t, name = fam.transition, fam.name
+    slots = _checked_slots(slots, verifier or fam.verifier)
     where = _clean(t.heading)
     if name == "reorder":
         where_ = fam.verifier["params"].get("where", {})
@@ -614,10 +634,15 @@ def _request(fam: Family, values: list[str], item: str, slots: dict[str, str] | 
         return _sentence(f"{button}{on}" if re.match(r"[A-Za-z]", button) else f"press {quote(button)}{on}")
     slots = slots or {}
     texts = [v for k, v in slots.items() if v not in ("yes",)]
+    making = name == "create" and bool(MAKING.match(where))  # the form says what it makes: "Add group"
     if name == "create" and len(texts) == 1:
+        if making:
+            return _sentence(f"{where} {quote(texts[0])}")
         return _sentence(f"add {quote(texts[0])} to " + (quote(where) if where else "my list"))
     button = _clean(t.button)
     details = ", ".join(f"{_clean(k)} {quote(v)}" if v != "yes" else f"tick {quote(_clean(k))}" for k, v in slots.items())
+    if making:
+        return _sentence(f"{where} with {details}")
     if name == "search":
         return _sentence(f"search for {', '.join(quote(v) for v in texts)}" if len(texts) == 1 else f"search with {details}")
     if button.casefold() in GENERIC_BUTTONS:
