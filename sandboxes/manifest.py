@@ -107,7 +107,7 @@ class StartSpec(_Strict):
 class StateSpec(_Strict):
     kind: Literal["sqlite", "http_json", "js", "local_storage", "files"]
     path: str | None = None  # relative to the app's work dir, and inside it
-    expression: str | None = None  # js: a JS expression whose (JSON) value is the app's state
+    expression: str | None = None  # js: a JS expression whose (JSON) value is the app's state; any other kind: also read so
     key: str | None = None  # local_storage: the key the app keeps its state under (js: where injections write)
     items: str = ""  # local_storage: dotted path to the records inside the stored JSON ("" = the value itself)
 
@@ -132,8 +132,9 @@ class StateSpec(_Strict):
         return self.kind in ("js", "local_storage")
 
     def page_expression(self) -> str | None:
-        """The JS expression that reads the state of an in-page app, or None for other kinds."""
-        if self.kind == "js":
+        """The JS expression that reads the state in the app's page: a `js` app's, or the one the manifest adds
+        for a server whose state no file or table shows plainly (asked through the app's own API); None else."""
+        if self.kind in ("js", "files", "http_json", "sqlite") and self.expression:
             return self.expression
         if self.kind != "local_storage":
             return None

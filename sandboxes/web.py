@@ -119,6 +119,10 @@ _FIND_GRIP = """el => {
 }"""
 
 
+_IN_VIEW = """el => { const r = el.getBoundingClientRect();
+  return r.width > 0 && r.height > 0 && r.top >= 0 && r.left >= 0 && r.bottom <= innerHeight && r.right <= innerWidth; }"""
+
+
 def canonical_origin(sandbox: str) -> str:
     """The origin data names a sandbox by (`http://shop.local`), whatever port a run serves it on: prompts,
     URLs, trees and errors in the lake and in exports never carry infrastructure."""
@@ -276,6 +280,7 @@ class WebDriver:
         self._inflight = 0
         self._navigating = 0  # main-frame navigation requests whose document has not loaded yet
         self._at_start = False
+        self.page_status: int | None = None  # the HTTP status of the page's document (404: an error page)
 
     # ---- episode lifecycle ----------------------------------------------------------------------
     def reset(self, new_context: bool = True) -> None:
@@ -352,6 +357,7 @@ class WebDriver:
         if self._main_navigation(req):  # a document with nothing to load (204, a download) never fires load
             try:
                 response = req.response()
+                self.page_status = response.status if response is not None else None
                 empty = response is not None and (response.status == 204 or "attachment" in (response.headers.get("content-disposition") or ""))
             except Exception:
                 empty = False
@@ -536,10 +542,12 @@ class WebDriver:
                 if end_target:
                     self._ready(self.locate(end_target), end_target)
             start = self._grip(self.locate(action.target)) if action.target else self._px(action.x, action.y)
-            end = self._centre(self.locate(action.to), scroll=False) if action.to else self._px(action.x2, action.y2)
             page.mouse.move(*start)
             page.mouse.down()
-            page.mouse.move(*end, steps=8)  # drag libraries (dragula, SortableJS) start on mousemove
+            # drag libraries (dragula, SortableJS) start on mousemove, HTML5 drags on the first move too
+            page.mouse.move(start[0] + 4, start[1] + 4, steps=2)
+            end = self._held_target(self.locate(action.to)) if action.to else self._px(action.x2, action.y2)
+            page.mouse.move(*end, steps=8)
             page.mouse.up()
             self.settle(after_input=True)
             return ActionResult(ok=True, point=(*self._grid(*start), *self._grid(*end)))
@@ -646,6 +654,15 @@ class WebDriver:
         if right <= left or bottom <= top:
             raise SandboxError("the element is not on screen")
         return (left + right) / 2, (top + bottom) / 2
+
+    def _held_target(self, loc) -> tuple[float, float]:
+        """Where to let go of a held card: the drop target's centre, after scrolling it into view when it is
+        off screen. The page scrolls by script while the button stays down (as a person's wheel would), so
+        mouse-driven and HTML5 drags alike keep what they hold; the pointer then moves to its new place."""
+        if not loc.evaluate(_IN_VIEW):
+            loc.evaluate("el => el.scrollIntoView({block: 'center', inline: 'center'})")
+            self._next_frame()  # the page's scroll handlers (and sticky layouts) have run
+        return self._centre(loc, scroll=False)
 
     def _grip(self, loc) -> tuple[float, float]:
         """Where a person grabs the element to drag it: its drag handle when the card around it has exactly

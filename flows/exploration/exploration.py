@@ -33,7 +33,8 @@ from sandboxes.drivers import open_driver
 from sandboxes.manifest import SandboxManifest
 from sandboxes.pool import SandboxPool
 
-WALK_SHARE = 3  # the discovery walk gets a third of explore's time on top of the abstract-state search
+WALK_SHARE = 2  # the discovery walk takes half as many steps as the abstract-state search, on top of it
+WALK_MIN_SECONDS = 600.0  # its wall-clock cap (at least): reached only on a machine too slow for it, an environment error
 
 
 @dataclass
@@ -98,10 +99,12 @@ def explore_sandbox(
             explorer = Explorer(driver, manifest, areas, set(summary.targets), config, covered=covered)
             result = explorer.run()
             if web:  # a person's walk: every form filled by type and submitted, records ticked, cards dragged
-                walk = DiscoveryWalk(driver, manifest, seed, minutes * 60 / WALK_SHARE).run()
+                walk = DiscoveryWalk(driver, manifest, seed, max(minutes * 60, WALK_MIN_SECONDS), max(10, steps // WALK_SHARE)).run()
     except SandboxError as exc:
         summary.error = str(exc)
         return summary
+    if walk is not None and walk.capped:  # the machine's fault, not the app's: said as an error, not as a small yield
+        summary.error = f"{manifest.name}: {walk.notes[-1]}"
     walked = walk_transitions(walk, areas) if walk else []
     summary.walked, summary.walk_kinds = len(walked), dict(Counter(t.kind for t in walk.transitions)) if walk else {}
     now = utcnow()

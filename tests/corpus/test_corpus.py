@@ -140,3 +140,41 @@ def test_explore_walks_a_board_by_dragging_cards_to_other_lists(chromium):
     drags = [r for r in rows if r.submit == "drag"]
     assert drags and all(r.actions[-1]["action"] == "left_click_drag" for r in drags)
     assert any(r.changed_state for r in drags), [r.to_row("run", "x", None)["diff_json"] for r in drags]
+
+
+@pytest.mark.browser
+def test_explore_fills_every_field_of_a_form_app_with_valid_values_and_submits(chromium):
+    """explore's discovery walk on forms no one here wrote (Django's admin, signed in from the manifest's
+    [auth]): on "Add group" and "Add user" it types a value into every field the form sends (the password
+    twice alike), presses the form's submit button, and the app stores a record holding the typed values."""
+    from flows.task_synthesis.discovery.page_scan import scan_page
+    from flows.task_synthesis.discovery.walk import DiscoveryWalk, _sent_fields
+    from sandboxes.drivers import open_driver
+
+    manifest = fetched("django-admin")
+
+    def run():
+        out = {}
+        with open_driver(manifest, browser_endpoint=chromium) as driver:
+            walk = DiscoveryWalk(driver, manifest, 0)
+            walk.sign_in = walk._sign_in()
+            for page in ("/admin/auth/group/add/", "/admin/auth/user/add/"):
+                path = [{"action": "goto", "url": page}]
+                walk._reset()
+                walk._do(path)
+                (form,) = [g for g in scan_page(driver).groups if g.kind == "form" and len(g.fields) > 1]
+                out[page] = (form, walk._group_step(path, form, "form", page))
+        return walk.sign_in, out
+
+    sign_in, steps = in_own_thread(run)
+    assert sign_in, "signed in with the manifest's [auth] account"
+    for page, (form, step) in steps.items():
+        sent = [f for f in _sent_fields(form) if f.type not in ("checkbox", "radio")]
+        typed = {s.field.spoken: s.value for s in step.slots}
+        assert sent and all(f.spoken in typed for f in sent), f"{page}: every field it sends gets a value: {typed}"
+        assert step.actions[-1]["action"] == "left_click" and step.button == "Save", f"{page}: submitted with its button"
+        table = "auth_group" if "group" in page else "auth_user"
+        (row,) = step.diff.db[table]["inserted"]
+        assert set(typed.values()) & {str(v) for v in row.values()}, f"{page}: the stored row holds a typed value: {row}"
+    passwords = [s.value for s in steps["/admin/auth/user/add/"][1].slots if s.field.type == "password"]
+    assert len(passwords) == 2 and passwords[0] == passwords[1], "a password and its confirmation alike"

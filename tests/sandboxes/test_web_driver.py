@@ -67,3 +67,41 @@ def test_sensitive_controls_are_flagged(shop_app, browser_host):
     result = driver.act(delete)
     assert result.ok and result.sensitive == "delete"
     driver.close()
+
+
+# A page of our own: two boards whose second list sits far below the first (off screen at 1280x800).
+# "mouse" moves cards on mousedown / mousemove / mouseup (like dragula), "html5" with native drag events.
+FAR_LISTS_PAGE = """<body style="margin:0">
+<ul aria-label="Near" style="height:100px"><li>Mouse card</li><li draggable="true">Native card</li></ul>
+<div style="height:2400px"></div>
+<ul aria-label="Far" style="min-height:100px;border:1px solid"><li>Already here</li></ul>
+<script>
+let held = null, moved = false;
+document.addEventListener('mousedown', e => { const c = e.target.closest('li'); if (c && !c.draggable) { held = c; moved = false; } });
+document.addEventListener('mousemove', e => { if (held && e.buttons === 1) moved = true; });
+document.addEventListener('mouseup', e => {
+  const list = document.elementFromPoint(e.clientX, e.clientY)?.closest('ul');
+  if (held && moved && list) list.appendChild(held);
+  held = null;
+});
+let dragged = null;
+document.addEventListener('dragstart', e => { dragged = e.target.closest('li'); e.dataTransfer.setData('text/plain', 'x'); });
+document.addEventListener('dragover', e => { if (e.target.closest('ul')) e.preventDefault(); });
+document.addEventListener('drop', e => { e.preventDefault(); const list = e.target.closest('ul'); if (dragged && list) list.appendChild(dragged); });
+</script></body>"""
+
+
+def test_a_drag_to_a_list_off_screen_scrolls_while_holding_the_card(shop_app, browser_host):
+    driver = WebDriver(shop_app, browser_host)
+    probe = Probe("lists", "js", "[...document.querySelectorAll('ul')].map(u => [...u.children].map(li => li.textContent))")
+    got = {}
+    for card in ("Mouse card", "Native card"):  # mouse-driven and HTML5 drag and drop alike
+        driver.reset()
+        driver.observe(screenshot=False)
+        driver.page.set_content(FAR_LISTS_PAGE)
+        drag = {"action": "left_click_drag", "target": {"text": card}, "to": {"role": "list", "name": "Far"}}
+        result = driver.act(parse_actions([drag])[0])
+        got[card] = (result.ok, result.error, driver.probe(probe))
+    driver.close()
+    assert got["Mouse card"] == (True, None, [["Native card"], ["Already here", "Mouse card"]])
+    assert got["Native card"] == (True, None, [["Mouse card"], ["Already here", "Native card"]])

@@ -8,7 +8,7 @@ import re
 from typing import Any
 
 from flows.task_synthesis.discovery.page_scan import FieldInfo
-from flows.task_synthesis.values import value_for
+from flows.task_synthesis.values import _ascii, person, value_for
 
 _PLACEHOLDER_OPTION = re.compile(r"^\s*(?:[-—–]+|choose|select|pick|please|none)\b", re.I)
 
@@ -49,8 +49,11 @@ def value_for_field(field: FieldInfo, rng: random.Random, app_values: list[str] 
         text = f"https://example.com/{rng.choice(['notes', 'plans', 'team', 'docs'])}{rng.randint(10, 99)}"
     elif ty == "password":
         text = f"Tr0ub4dor-{rng.randint(1000, 9999)}"
-    elif app_values and ty == "search":
+    elif app_values:  # a search: for something the page lists
         text = rng.choice(app_values)
+    elif _ACCOUNT_NAME.search(col):  # a user name is one word (apps refuse spaces there)
+        first, last = person(rng)
+        text = re.sub(r"[^a-z0-9]", "", _ascii(f"{first}{last}").casefold()) + str(rng.randint(10, 99))
     else:
         text = str(value_for(col, "", "text", rng))
     if field.pattern:
@@ -62,6 +65,7 @@ def value_for_field(field: FieldInfo, rng: random.Random, app_values: list[str] 
     return text
 
 
+_ACCOUNT_NAME = re.compile(r"(^|_)(user_?name|login|handle|nickname|slug)($|_)")
 _HEX = re.compile(r"(#?)([0-9A-Fa-f]{3}|[0-9A-Fa-f]{6}|[0-9A-Fa-f]{8})")
 _INT = re.compile(r"-?\d{1,6}")
 _DECIMAL = re.compile(r"-?\d{1,6}\.(\d{1,4})")

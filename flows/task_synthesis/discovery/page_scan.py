@@ -14,7 +14,8 @@ from verifier_templates.base import Probe
 SCAN_JS = r"""(() => {
   const vis = el => { if (!el || !el.isConnected) return false; const s = getComputedStyle(el);
     if (s.display === 'none' || s.visibility === 'hidden') return false;
-    const r = el.getBoundingClientRect(); return r.width > 0 && r.height > 0 && !el.closest('[aria-hidden="true"],[hidden]'); };
+    const r = el.getBoundingClientRect(); return r.width > 0 && r.height > 0 && !el.closest('[aria-hidden="true"],[hidden]')
+      && r.bottom + scrollY > 0 && r.right + scrollX > 0; };  // not parked off the page until focused (a "Skip to content" link)
   const squash = t => (t || '').replace(/\s+/g, ' ').trim();
   // innerText leaves hidden parts out but applies CSS text-transform, which accessible names do not: the
   // DOM's own case when the two differ only in case (a label styled uppercase is still named "hex")
@@ -28,6 +29,27 @@ SCAN_JS = r"""(() => {
     const wrap = el.closest('label'); if (wrap && text(wrap)) return text(wrap);
     return '';
   };
+  // the words a person reads just before a field when no label is tied to it (a <label> whose `for` names
+  // no id, a "Type:" text): how a request names the field, never how a target finds it
+  const shownLabel = el => {
+    for (let n = el.previousSibling, k = 0; n && k < 4; n = n.previousSibling, k++) {
+      if (n.nodeType === 3) { const t = squash(n.textContent); if (t) return t.length < 40 ? t.replace(/:$/, '') : ''; continue; }
+      if (n.nodeType !== 1) continue;
+      if (n.tagName === 'LABEL') { const t = text(n); return t.length < 40 ? t.replace(/:$/, '') : ''; }
+      if (n.tagName !== 'BR') return '';
+    }
+    return '';
+  };
+  // a phrase the page asks to be typed into the field ("please enter the phrase DELETE in the box below")
+  const askedPhrase = el => {
+    for (let n = el.previousElementSibling, k = 0; n && k < 3; n = n.previousElementSibling, k++) {
+      const em = n.querySelector && n.querySelector('strong, b, code, kbd');
+      if (em && /\b(type|enter)\b/i.test(text(n)) && squash(em.textContent) && squash(em.textContent).length < 40) return squash(em.textContent);
+    }
+    return '';
+  };
+  const linkName = a => text(a) || squash(a.getAttribute('aria-label'))
+    || [...a.querySelectorAll('img[alt]')].map(i => squash(i.alt)).join(' ').trim() || squash(a.getAttribute('title'));
   const roleOf = el => {
     const r = el.getAttribute('role'); if (r) return r;
     const t = el.tagName.toLowerCase(), ty = (el.getAttribute('type') || '').toLowerCase();
@@ -44,9 +66,9 @@ SCAN_JS = r"""(() => {
     if (t === 'a' && el.hasAttribute('href')) return 'link';
     return '';
   };
-  const nameOf = el => realLabel(el) || squash(el.getAttribute('placeholder')) || (roleOf(el) === 'button' ? (text(el) || squash(el.value) || squash(el.title)) : '') || squash(el.title);
+  const nameOf = el => realLabel(el) || squash(el.getAttribute('placeholder')) || (['button', 'option'].includes(roleOf(el)) ? (text(el) || squash(el.value) || squash(el.title)) : '') || squash(el.title);
   const roleIndex = {};
-  const all = [...document.querySelectorAll('input, textarea, select, button, [role=button], [role=checkbox], [role=textbox], [role=combobox], [role=radio], [role=switch]')].filter(vis);
+  const all = [...document.querySelectorAll('input, textarea, select, button, [role=button], [role=checkbox], [role=textbox], [role=combobox], [role=radio], [role=switch], [role=option]')].filter(vis);
   const seen = new Map();
   all.forEach(el => { const r = roleOf(el), n = nameOf(el);
     roleIndex[r] = (roleIndex[r] || 0); el.__fwNthRole = roleIndex[r]++;
@@ -54,7 +76,7 @@ SCAN_JS = r"""(() => {
   const labelCount = {}; all.forEach(el => { const l = realLabel(el); if (l) labelCount[l] = (labelCount[l] || 0) + 1; });
   const target = el => {
     const r = roleOf(el), l = realLabel(el), n = nameOf(el);
-    if (l && labelCount[l] === 1 && r !== 'button') return {label: l};
+    if (l && labelCount[l] === 1 && r !== 'button' && r !== 'option') return {label: l};
     if (r && n) return el.__fwNthName ? {role: r, name: n, nth: el.__fwNthName} : {role: r, name: n};
     if (r) return el.__fwNthRole ? {role: r, nth: el.__fwNthRole} : {role: r};
     return l ? {label: l} : null;
@@ -78,7 +100,8 @@ SCAN_JS = r"""(() => {
   const fieldOf = el => {
     const t = el.tagName.toLowerCase(); const ty = t === 'input' ? (el.getAttribute('type') || 'text').toLowerCase() : t;
     const tg = target(el); if (!tg) return null;
-    const f = {target: tg, role: roleOf(el), type: ty, label: realLabel(el) || squash(el.getAttribute('placeholder')) || squash(el.name) || squash(el.title),
+    const f = {target: tg, role: roleOf(el), type: ty, label: realLabel(el) || squash(el.getAttribute('placeholder')) || shownLabel(el) || squash(el.name) || squash(el.title),
+      named: !!el.getAttribute('name'), multiple: !!el.multiple, asked: askedPhrase(el),
       name: el.name || el.id || '', required: !!el.required, pattern: el.getAttribute('pattern') || '', min: el.getAttribute('min') || '',
       max: el.getAttribute('max') || '', step: el.getAttribute('step') || '', minlength: el.minLength > 0 ? el.minLength : 0, maxlength: el.maxLength > 0 ? el.maxLength : 0,
       value: ty === 'checkbox' || ty === 'radio' ? '' : (el.value || ''), checked: !!el.checked, options: []};
@@ -97,8 +120,8 @@ SCAN_JS = r"""(() => {
     const fs = fieldEls.filter(el => el.form === form || form.contains(el));
     const bs = buttons.filter(el => form.contains(el) || el.form === form);
     const submits = bs.filter(b => b.tagName !== 'BUTTON' || (b.getAttribute('type') || 'submit').toLowerCase() === 'submit');
+    if (!fs.length) return;  // a form that is only buttons (Log out, "Yes, I'm sure"): its buttons are the page's
     fs.forEach(x => claimed.add(x)); bs.forEach(x => claimed.add(x));
-    if (!fs.length) return;
     groups.push({kind: 'form', heading: heading(form) || realLabel(form) || squash(form.getAttribute('name')), fields: fs.map(fieldOf).filter(Boolean),
       buttons: (submits.length ? submits : bs).map(b => ({name: nameOf(b), target: target(b)})).filter(b => b.target && b.name),
       item: isItem(form)});
@@ -119,7 +142,9 @@ SCAN_JS = r"""(() => {
   const onItems = all.filter(el => itemOf(el) && !claimed.has(el) && (roleOf(el) === 'checkbox' || roleOf(el) === 'switch' || roleOf(el) === 'button') && !el.disabled)
     .map(el => ({target: target(el), role: roleOf(el), name: nameOf(el), item: itemText(itemOf(el))})).filter(c => c.target && c.item);
   // loose buttons (not in a form or a record): actions on the page itself
-  const pageButtons = buttons.filter(b => !claimed.has(b) && !itemOf(b)).map(b => ({name: nameOf(b), target: target(b)})).filter(b => b.target && b.name);
+  // and choices of a listbox a script answers (swatches, role=option): pressed like buttons
+  const choices = all.filter(el => roleOf(el) === 'option' && el.closest('[role=listbox]') && el.getAttribute('aria-disabled') !== 'true' && !el.closest('[draggable], [aria-dropeffect]') && !el.querySelector('[draggable]'));  // a sortable's items are options too: they are dragged, not pressed
+  const pageButtons = buttons.concat(choices).filter(b => !claimed.has(b) && !itemOf(b)).map(b => ({name: nameOf(b), target: target(b)})).filter(b => b.target && b.name);
   // drag: HTML5 draggables, and cards of lists that drag libraries move (siblings alike inside like containers)
   let cards = [...document.querySelectorAll('[draggable=true]')].filter(vis);
   cards = cards.filter(c => !cards.some(o => o !== c && o.contains(c)));  // a draggable inside a draggable card is part of it
@@ -158,8 +183,14 @@ SCAN_JS = r"""(() => {
     return {heading: heading(z), cards: mine.map(itemText).filter(Boolean), named: named.map(itemText), drop,
       x: Math.round(box.left + scrollX), y: Math.round(box.top + scrollY)};
   }).filter(z => z.heading && z.drop);
-  const links = [...document.querySelectorAll('a[href]')].filter(vis).map(a => ({name: text(a) || squash(a.getAttribute('aria-label')), href: a.getAttribute('href')})).filter(l => l.name);
-  const records = [...document.querySelectorAll('li, tr, [role=listitem], [role=row], [draggable=true]')].filter(vis).map(it => {
+  // the record a link acts on (an icon link "Edit" in a card's toolbar): the nearest enclosing record whose
+  // own text is more than the link's
+  const REC = 'li, tr, article, [role=listitem], [role=row], [role=article]';
+  const recordText = a => { for (let it = a.closest(REC); it; it = it.parentElement && it.parentElement.closest(REC)) {
+    const t = itemText(it); if (t && t !== linkName(a)) return t; } return ''; };
+  const links = [...document.querySelectorAll('a[href]')].filter(vis).map(a => ({name: linkName(a), href: a.getAttribute('href'),
+    role: a.getAttribute('role') || 'link', item: a.closest('nav, header, footer') ? '' : recordText(a)})).filter(l => l.name);
+  const records = [...document.querySelectorAll('li, tr, article, [role=listitem], [role=row], [role=article], [draggable=true]')].filter(it => vis(it) && !it.closest('nav')).map(it => {
     const r = it.getBoundingClientRect();
     return {text: itemText(it), link: !!it.querySelector('a[href]'), x: Math.round((r.left + Math.min(r.width / 2, 80)) * 999 / innerWidth), y: Math.round((r.top + r.height / 2) * 999 / innerHeight)};
   }).filter(r => r.text && r.x >= 0 && r.x <= 999 && r.y >= 0 && r.y <= 999);
@@ -187,6 +218,9 @@ class FieldInfo:
     checked: bool = False
     options: list[dict[str, str]] = field(default_factory=list)
     group: str = ""
+    named: bool = True  # has a name attribute: a form post sends its value
+    multiple: bool = False  # a select that takes several options
+    asked: str = ""  # a phrase the page asks to be typed here (a confirmation): typed as it is, never a parameter
 
     @property
     def spoken(self) -> str:
@@ -215,7 +249,7 @@ class PageScan:
     page_buttons: list[dict[str, Any]]
     cards: list[str]
     zones: list[dict[str, Any]]  # {heading, cards}
-    links: list[dict[str, str]]
+    links: list[dict[str, str]]  # {name, href, item: the record it sits on, or ""}
     records: list[dict[str, Any]] = field(default_factory=list)  # {text, x, y}: rows a person can point at
     editors: list[FieldInfo] = field(default_factory=list)  # filled fields inside records (an edit in place)
 

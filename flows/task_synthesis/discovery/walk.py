@@ -23,14 +23,20 @@ from sandboxes.actions import parse_actions
 from sandboxes.app_process import SandboxError
 from sandboxes.manifest import SandboxManifest
 
-MAX_PAGES = 5
+MAX_STEPS = 60  # steps (each from a reset) a walk takes; what bounds it, so its yield does not depend on the machine
+MAX_SECONDS = 900.0  # a generous wall-clock cap: reaching it is the machine's slowness (said in the notes), not the app's
+MAX_PAGES = 8  # pages scanned (the step budget bounds the walk)
 MAX_DRAG_SOURCES = 6  # lists whose first card is dragged to every other list
 MAX_DRAG_TARGETS = 3  # the nearest other lists each is dragged to
 MAX_MENU_ENTRIES = 6  # entries of a record's menu pressed, each from a reset
 MAX_IN_PAGE_LINKS = 8  # links to places in the page pressed like buttons
+MAX_ALIKE_BUTTONS = 2  # page buttons named alike but for a value (a palette's swatches) pressed on a page
 MAX_FORM_STEPS = 3  # groups walked in a row when a press reveals another (wizards, modals)
 MAKING_LINKS = re.compile(r"\b(add|new|create|compose|write|register)\b", re.I)
 ACCOUNT_LINKS = re.compile(r"log.?out|sign.?out|password|logout", re.I)  # would end or change the walk's session
+DELETING = re.compile(r"\b(delete|remove|trash)\b", re.I)
+DECLINING = re.compile(r"\b(no|cancel|back|close|keep)\b", re.I)
+TEXT_LIKE = ("text", "textarea", "email", "url", "tel", "search", "number", "")
 SKIPPED_HREFS = ("mailto:", "tel:", "javascript:", "data:", "http://", "https://")
 
 
@@ -71,6 +77,8 @@ class WalkResult:
     notes: list[str]
     seconds: float
     state: DiscoveredState | None = None
+    steps: int = 0
+    capped: bool = False  # the wall-clock cap, not the step budget, ended it (an environment limit)
 
     @property
     def changing(self) -> list[Transition]:
@@ -78,9 +86,13 @@ class WalkResult:
 
 
 class DiscoveryWalk:
-    def __init__(self, driver: Any, manifest: SandboxManifest, seed: int = 0, max_seconds: float = 150.0) -> None:
+    def __init__(self, driver: Any, manifest: SandboxManifest, seed: int = 0, max_seconds: float = MAX_SECONDS,
+                 max_steps: int = MAX_STEPS) -> None:
         self.driver, self.manifest, self.seed = driver, manifest, seed
+        self.max_seconds, self.max_steps = max_seconds, max_steps
         self.deadline = time.monotonic() + max_seconds
+        self.steps = 0  # resets so far: each step of the walk starts from one
+        self.capped = False  # the wall-clock cap ended the walk before its step budget
         self.state = DiscoveredState(manifest, driver)
         self.notes: list[str] = []
         self.transitions: list[Transition] = []
@@ -88,6 +100,7 @@ class DiscoveryWalk:
         self.rng = random.Random(seed)
         self._page_groups: set[str] = set()
         self._shown: set[str] = set()  # names of the buttons the page shows before any press
+        self._walked: set[str] = set()  # forms and page buttons done on some page
 
     # ---- the walk ---------------------------------------------------------------------------------
     def run(self) -> WalkResult:
@@ -109,6 +122,9 @@ class DiscoveryWalk:
             self._reset()
             if not self._do(self._path_to(page)):
                 continue
+            if (getattr(self.driver, "page_status", None) or 0) >= 400:  # an error page ("View site" with no site)
+                self.notes.append(f"{page} answered HTTP {self.driver.page_status}: not walked")
+                continue
             scan = scan_page(self.driver)
             if any(_same_view(scan, s) for s in scans.values()):  # another address of a page seen (/ and /index.html)
                 continue
@@ -120,7 +136,19 @@ class DiscoveryWalk:
                     pages.append(target)
                     queue.append(target)
             self._explore_page(page, scan)
-        return WalkResult(self.transitions, list(scans), scans, initial, self.sign_in, self.notes, time.monotonic() - start, self.state)
+        if self.capped:
+            self.notes.append(f"the walk reached its wall-clock cap ({self.max_seconds:.0f} s) after {self.steps} of its "
+                              f"{self.max_steps} steps: the machine was too slow for it (an environment limit, not what the "
+                              "app offers); rerun on a quieter machine")
+        return WalkResult(self.transitions, list(scans), scans, initial, self.sign_in, self.notes, time.monotonic() - start, self.state,
+                          self.steps, self.capped)
+
+    def _walked_before(self, key: str) -> bool:
+        """Whether the walk already did this (a form, a page button) on another page; marks it done."""
+        if key in self._walked:
+            return True
+        self._walked.add(key)
+        return False
 
     def _path_to(self, page: str) -> list[dict[str, Any]]:
         """A step's path to a page: open it, or, when the sign-in lives in the page, sign in (which ends on
@@ -142,35 +170,48 @@ class DiscoveryWalk:
         for group in scan.groups:
             if self._late():
                 return
-            if group.item:
+            if group.item or self._walked_before(group.signature()):  # the same form on every page (a sidebar's filter)
                 continue
             made = self._group_step(path, group, "form" if group.kind != "enter" else "enter", page)
             if made and made.diff:
                 self._on_made_records(page, made)
-        for ctl in _one_per_kind(scan.on_items):
+        for ctl in _one_per_kind(scan.on_items + _record_links(scan)):
             if not self._late():
-                self._item_step(path, ctl, page)
+                alike = [c for c in scan.on_items if (c["role"], c["name"]) == (ctl["role"], ctl["name"]) and c["item"] != ctl["item"]]
+                self._item_step(path, ctl, page, last=alike[-1] if alike else None)
         if scan.records and not any(t.made_by for t in self.transitions):
             self._on_record(path, page, scan.records[0], scan)
         if scan.cards and len(scan.zones) > 1:  # a board: its cards move before its page buttons are pressed
             self._drags(path, scan, page)
+        alike: dict[str, int] = {}
         for button in scan.page_buttons + _in_page_links(scan):
             if self._late():
                 return
-            if self.manifest.sensitive_kind(button["name"]):
+            if (self.manifest.sensitive_kind(button["name"]) or ACCOUNT_LINKS.search(button["name"])
+                    or self._walked_before(f"button|{button['name']}")):  # a header's button on every page: pressed once
+                continue
+            shape = _name_shape(button["name"])  # a palette of "Color:#F44336", "Color:#E91E63"...: the first few
+            alike[shape] = alike.get(shape, 0) + 1
+            if alike[shape] > MAX_ALIKE_BUTTONS:
                 continue
             self._press_step(path, button, page)
 
     # ---- steps ------------------------------------------------------------------------------------
-    def _group_step(self, path: list[dict], group: Group, kind: str, page: str, heading: str = "", button: str = "") -> Transition | None:
+    def _group_step(self, path: list[dict], group: Group, kind: str, page: str, heading: str = "", button: str = "",
+                    lead: list[dict] | None = None, item: str = "", made_by: Transition | None = None) -> Transition | None:
+        """Fill a group and submit it, from a reset; `lead` are the step's first actions (the press that opened
+        the form), `made_by` the step that made the record the form edits."""
         rng = random.Random(f"{self.seed}-{group.signature()}")
         self._reset()
         if not self._do(path):
             return None
         before = self.state.read()
-        actions, slots = [], []
+        actions = list(lead or [])
+        if not self._do(actions):
+            return None
+        slots = []
         for _ in range(MAX_FORM_STEPS):
-            step_actions, step_slots, pressed = self._fill_and_submit(group, rng, len(actions))
+            step_actions, step_slots, pressed = self._fill_and_submit(group, rng, len(actions), item, own=made_by is not None)
             actions += step_actions
             slots += step_slots
             if not self._do(step_actions):
@@ -187,29 +228,48 @@ class DiscoveryWalk:
                 break
             group = nxt
         t = Transition(kind, path, actions, diff, slots, heading, button, page=page, url_after=obs_url,
-                       text_after=self._text())
+                       text_after=self._text(), item=item, made_by=made_by)
         self.transitions.append(t)
         return t
 
-    def _fill_and_submit(self, group: Group, rng: random.Random, offset: int) -> tuple[list[dict], list[Slot], str]:
+    def _fill_and_submit(self, group: Group, rng: random.Random, offset: int, item: str = "",
+                         own: bool = False) -> tuple[list[dict], list[Slot], str]:
+        """A person's way through a form: every field it sends gets a valid value, except where the form
+        shows a record (its editor: the field holding `item`, or a form mostly filled in already): there one
+        value is changed and the rest left as they are. A password typed twice is the same password, a radio
+        group keeps its default, a search looks for something the page lists, a phrase the page asks for is
+        typed as it stands. On a record the walk made itself (`own`), a delete button may be pressed."""
         actions: list[dict] = []
         slots: list[Slot] = []
         radios_done: set[str] = set()
-        for f in group.fields:
+        editing = _edit_target(group, item)
+        password = ""
+        for f in _sent_fields(group):
+            if f.asked:
+                actions.append({"action": "type", "target": f.target, "text": f.asked, "clear": True})
+                continue
+            if editing is not None and f is not editing:
+                continue
             if f.type == "radio":
-                if f.group in radios_done:
+                if f.group in radios_done or any(o.checked for o in group.fields if o.type == "radio" and o.group == f.group):
                     continue
                 radios_done.add(f.group)
             if f.type == "checkbox" and not f.required and rng.random() < 0.5:
                 continue
-            made = fill_action(f, rng)
+            if f.type == "password" and password:
+                made: tuple[dict, str] | None = ({"action": "type", "target": f.target, "text": password, "clear": True}, password)
+            else:
+                made = fill_action(f, rng, self._listed() if _is_search(f, group) else None)
             if made is None:
                 continue
             act, value = made
+            password = password or (value if f.type == "password" else "")
             slots.append(Slot(offset + len(actions), f, value))
             actions.append(act)
         pressed = ""
-        buttons = [b for b in group.buttons if not self.manifest.sensitive_kind(b["name"]) or self.manifest.sensitive_kind(b["name"]) == "submit"]
+        allowed = ("submit", "delete") if own else ("submit",)
+        buttons = [b for b in group.buttons if self.manifest.sensitive_kind(b["name"]) in (None, *allowed)]
+        buttons.sort(key=lambda b: bool(DECLINING.search(b["name"])))  # Cancel / Close last
         if buttons:
             pressed = buttons[0]["name"]
             actions.append({"action": "left_click", "target": buttons[0]["target"]})
@@ -217,13 +277,24 @@ class DiscoveryWalk:
             actions.append({"action": "key", "keys": ["Enter"]})
         return actions, slots, pressed
 
+    def _listed(self) -> list[str]:
+        """What the page lists now, what a person would search for: the names its records link by (a row's
+        name), else its records' short texts."""
+        try:
+            scan = scan_page(self.driver)
+        except Exception:
+            return []
+        named = [lk["name"] for lk in scan.links if lk.get("item") and not lk["href"].startswith(("?", "#")) and lk["href"]
+                 and 3 <= len(lk["name"]) <= 40]  # a record's own page, not a sort or filter of the list
+        return (named or [r["text"] for r in scan.records if 3 <= len(r["text"]) <= 40])[:20]
+
     def _on_made_records(self, page: str, made: Transition) -> None:
         """Controls on the records a step made: the step's path plus its actions reach them."""
-        typed = [s.value for s in made.slots if len(s.value) >= 3]
+        typed = _made_values(made)
         if not typed:
             return
         scan = scan_page(self.driver)
-        mine = [c for c in scan.on_items if any(v.casefold() in c["item"].casefold() for v in typed)]
+        mine = [c for c in scan.on_items + _record_links(scan) if any(v.casefold() in c["item"].casefold() for v in typed)]
         for ctl in _one_per_kind(mine):
             if self._late():
                 return
@@ -235,9 +306,62 @@ class DiscoveryWalk:
                 if other is not home and not self._late():
                     act = {"action": "left_click_drag", "target": {"text": card}, "to": other["drop"]}
                     self._simple("drag", made.path + made.actions, [act], page, item=card, to=other["heading"], made_by=made)
+        # its own page: a link named like it (a row of a list), or the form the create ended on, showing it
+        link = next((lk for lk in scan.links if any(v.casefold() == lk["name"].casefold() for v in typed)
+                     and _same_origin(lk["href"], page)), None)
+        if link is not None and not self._late():
+            self._record_page(page, made, [{"action": "left_click", "target": {"role": "link", "name": link["name"]}}], link["name"])
+        elif any(_holding(g, typed) for g in scan.groups) and not self._late():
+            self._record_page(page, made, [], "")
         record = next((r for r in scan.records if any(v.casefold() in r["text"].casefold() for v in typed)), None)
         if record is not None:
             self._on_record(made.path + made.actions, page, record, scan, made_by=made)
+
+    def _record_page(self, page: str, made: Transition, opened: list[dict], name: str) -> None:
+        """On the page of a record the walk made: its form with one value changed (an update), and its delete
+        control pressed, with the confirmation a delete asks for — each from a reset, the record made first."""
+        path = made.path + made.actions
+        self._reset()
+        if not self._do(path + opened):
+            return
+        scan = scan_page(self.driver)
+        typed = _made_values(made)
+        form = next((g for g in scan.groups if not g.item and _holding(g, typed)), None)
+        held = name or next((f.value for g in ([form] if form else []) for f in g.fields
+                             if any(v.casefold() == f.value.strip().casefold() for v in typed)), typed[0])
+        if form is not None and not self._late():
+            self._group_step(path, form, "form", page, heading=form.heading, lead=opened, item=held, made_by=made)
+        deletes = [b for b in scan.page_buttons if DELETING.search(b["name"]) and not ACCOUNT_LINKS.search(b["name"])]
+        deletes += [{"name": lk["name"], "target": {"role": "link", "name": lk["name"]}} for lk in scan.links
+                    if DELETING.search(lk["name"]) and not lk.get("item")]
+        if deletes and not self._late():
+            self._delete_step(path, opened, deletes[0], page, held, made, {b["name"] for b in scan.page_buttons})
+
+    def _delete_step(self, path: list[dict], opened: list[dict], ctl: dict[str, Any], page: str, item: str,
+                     made_by: Transition | None, shown: set[str]) -> Transition | None:
+        """Press a delete control; when that only asks for a confirmation (a page or dialog with a new button
+        that does not decline), confirm."""
+        self._reset()
+        if not self._do(path):
+            return None
+        before = self.state.read()
+        actions = opened + [{"action": "left_click", "target": ctl["target"]}]
+        if not self._do(actions):
+            return None
+        diff = self.state.diff(before, self.state.read())
+        if not (diff.db or diff.storage or diff.manifest):  # only the page changed: it asks to confirm
+            now = scan_page(self.driver)
+            confirm = next((b for b in now.page_buttons + [b for g in now.groups for b in g.buttons]
+                            if b["name"] not in shown and not DECLINING.search(b["name"]) and not ACCOUNT_LINKS.search(b["name"])), None)
+            if confirm is not None:
+                actions.append({"action": "left_click", "target": confirm["target"]})
+                if not self._do(actions[-1:]):
+                    return None
+                diff = self.state.diff(before, self.state.read())
+        t = Transition("item", path, actions, diff, item=item, control={"role": ctl["target"].get("role", "button"), "name": ctl["name"]},
+                       page=page, url_after=self._url(), text_after=self._text(), made_by=made_by)
+        self.transitions.append(t)
+        return t
 
     def _on_record(self, path: list[dict], page: str, record: dict[str, Any], scan: PageScan, made_by: Transition | None = None) -> None:
         """What a person finds by pointing at a record: controls shown on hover, and an editor opened
@@ -246,12 +370,13 @@ class DiscoveryWalk:
         self._reset()
         if self._late() or not self._do(path + [hover]):
             return
-        shown = {(c["role"], c["name"], c["item"]) for c in scan.on_items}
-        revealed = [c for c in scan_page(self.driver).on_items if c["item"] == record["text"] and (c["role"], c["name"], c["item"]) not in shown]
+        shown = {(c["role"], c["name"], c["item"]) for c in scan.on_items + _record_links(scan)}
+        now = scan_page(self.driver)
+        revealed = [c for c in now.on_items + _record_links(now)
+                    if c["item"] == record["text"] and (c["role"], c["name"], c["item"]) not in shown]
         for ctl in _one_per_kind(revealed):
             if not self._late():
-                self._simple("item", path, [hover, {"action": "left_click", "target": ctl["target"]}], page, item=ctl["item"],
-                             control={"role": ctl["role"], "name": ctl["name"]}, made_by=made_by)
+                self._item_step(path, ctl, page, made_by=made_by, lead=[hover])
         if made_by is not None and not record.get("link"):  # rename what it made (a double click on a link follows it)
             self._edit(path, page, record, made_by)
 
@@ -277,26 +402,46 @@ class DiscoveryWalk:
         self.transitions.append(Transition("edit", path, actions, diff, [Slot(1, editor, made[1])], item=record["text"], page=page,
                                            url_after=self._url(), text_after=self._text(), made_by=made_by))
 
-    def _item_step(self, path: list[dict], ctl: dict[str, Any], page: str, made_by: Transition | None = None) -> Transition | None:
+    def _item_step(self, path: list[dict], ctl: dict[str, Any], page: str, made_by: Transition | None = None,
+                   last: dict[str, Any] | None = None, lead: list[dict] | None = None) -> Transition | None:
+        """Press a control on a record (after `lead`: the hover that shows it); a press that opens the record's
+        editor or a confirmation walks into that form; one that opens a menu walks the menu (and, when the first
+        record's menu changes nothing, the `last` alike record's)."""
         act = {"action": "left_click", "target": ctl["target"]}
+        lead = lead or []
         before = self._shown
-        t = self._simple("item", path, [act], page, item=ctl["item"], control={"role": ctl["role"], "name": ctl["name"]},
+        name = ctl["item"]
+        if made_by is not None:  # the record by the name it was typed with, not all its card says (nor a choice)
+            name = next((v for v in _made_values(made_by, typed_only=True) if v.casefold() in name.casefold()), name)
+        t = self._simple("item", path, lead + [act], page, item=name, control={"role": ctl["role"], "name": ctl["name"]},
                          made_by=made_by)
-        if t is not None and not t.diff and not made_by and not self._late():
-            self._menu(path, act, ctl, page, before)
+        if t is None or t.diff or self._late():
+            return t
+        fresh = [g for g in scan_page(self.driver).groups if not g.item and g.signature() not in self._page_groups]
+        if fresh:  # the press opened the record's editor (an Edit link, a pencil): fill it in instead
+            self.transitions.remove(t)
+            g = fresh[0]
+            # the record is what the request names, not the editor's title ("Remove “Team trip”")
+            return self._group_step(path, g, "form", page, heading=" ", lead=lead + [act], item=name, made_by=made_by)
+        if not made_by and not lead:
+            if not self._menu(path, act, ctl, page, before) and last is not None:
+                self._item_step(path, last, page)  # the first record's menu changed nothing (a root, a header row): the last one's
         return t
 
-    def _menu(self, path: list[dict], opened: dict[str, Any], ctl: dict[str, Any], page: str, shown: set[str]) -> None:
+    def _menu(self, path: list[dict], opened: dict[str, Any], ctl: dict[str, Any], page: str, shown: set[str]) -> bool:
         """A press on a record that changed nothing but showed new buttons opened a menu: each of its
-        entries (remove, duplicate, insert, sort...) is a step on that record."""
+        entries (remove, duplicate, insert, sort...) is a step on that record. Whether one changed state."""
         scan = scan_page(self.driver)
         entries = [b for b in scan.page_buttons + [c for c in scan.on_items if c["item"] != ctl["item"]]
                    if b["name"] not in shown and b["name"] != ctl["name"] and not self.manifest.sensitive_kind(b["name"])]
+        changed = False
         for b in entries[:MAX_MENU_ENTRIES]:
             if self._late():
-                return
-            self._simple("item", path, [opened, {"action": "left_click", "target": b["target"]}], page, item=ctl["item"],
-                         control={"role": "button", "name": b["name"]})
+                break
+            t = self._simple("item", path, [opened, {"action": "left_click", "target": b["target"]}], page, item=ctl["item"],
+                             control={"role": "button", "name": b["name"]})
+            changed = changed or bool(t and t.diff)
+        return changed
 
     def _press_step(self, path: list[dict], button: dict[str, Any], page: str) -> None:
         t = self._simple("page_button", path, [{"action": "left_click", "target": button["target"]}], page, button=button["name"])
@@ -325,7 +470,7 @@ class DiscoveryWalk:
         sources = [(z, cards) for z, cards in zip(zones, whole) if cards][:MAX_DRAG_SOURCES]
         for z, cards in sources:
             near = sorted((o for o in zones if o is not z), key=lambda o: abs(o.get("y", 0) - z.get("y", 0)) + abs(o.get("x", 0) - z.get("x", 0)))
-            for other in near[:MAX_DRAG_TARGETS]:  # the lists beside it (a drag does not scroll the page)
+            for other in near[:MAX_DRAG_TARGETS]:  # the lists beside it (a far one is scrolled to while holding)
                 if self._late():
                     continue
                 act = {"action": "left_click_drag", "target": {"text": cards[0]}, "to": other["drop"]}
@@ -427,6 +572,7 @@ class DiscoveryWalk:
 
     # ---- pieces -----------------------------------------------------------------------------------
     def _reset(self) -> None:
+        self.steps += 1
         try:
             self.driver.reset(new_context=False)
         except SandboxError:
@@ -464,16 +610,77 @@ class DiscoveryWalk:
             return ""
 
     def _late(self) -> bool:
-        return time.monotonic() > self.deadline
+        if time.monotonic() > self.deadline:
+            self.capped = True
+            return True
+        return self.steps >= self.max_steps
+
+
+def _sent_fields(group: Group) -> list[FieldInfo]:
+    """The fields a submit sends: in a form whose fields have names, the nameless ones are widgets (a
+    list's filter box, a picker's search) that send nothing; a list of several choices is left as it is
+    unless it is required (choosing from it is a step of its own)."""
+    named = group.kind == "form" and any(f.named for f in group.fields)
+    return [f for f in group.fields if (f.named or not named) and (not f.multiple or f.required)]
+
+
+SEARCHING = re.compile(r"^(search|find|filter|go|look ?up)$|^(q|query|search|keywords?)$", re.I)
+
+
+def _is_search(f: FieldInfo, group: Group) -> bool:
+    """A search box: by its type or role, its name (q, query), or the one button it is sent with (Search)."""
+    return (_searches(f) or (len(group.buttons) == 1 and bool(SEARCHING.match(group.buttons[0]["name"].strip()))))
+
+
+def _edit_target(group: Group, item: str = "") -> FieldInfo | None:
+    """The one field to change when a form shows a record: the field holding the record's name (`item`),
+    else, in a form most of whose text fields are filled and none of the required ones empty, the first
+    filled one. None for a form to fill in."""
+    texty = [f for f in _sent_fields(group) if f.type in TEXT_LIKE and not f.asked and not _is_search(f, group)]
+    filled = [f for f in texty if f.value.strip()]
+    holding = [f for f in filled if item and f.value.strip().casefold() == item.strip().casefold()]
+    if holding:
+        return holding[0]
+    if group.kind != "form" or 2 * len(filled) < len(texty) or not filled or any(f.required and not f.value.strip() for f in texty):
+        return None
+    return filled[0]
+
+
+def _made_values(made: Transition, typed_only: bool = False) -> list[str]:
+    """The values a step typed that name what it made: not a search's (the page had those already), not a tick;
+    with `typed_only`, not an option chosen either."""
+    return [s.value for s in made.slots if len(s.value) >= 3 and s.value != "yes" and not _searches(s.field)
+            and not (typed_only and s.field.type in ("select", "radio", "checkbox"))]
+
+
+def _searches(f: FieldInfo) -> bool:
+    return f.type == "search" or f.role == "searchbox" or bool(SEARCHING.match(f.name or ""))
+
+
+def _holding(group: Group, typed: list[str]) -> bool:
+    """The group shows one of the typed values in a field: the record's own form."""
+    return any(f.value.strip() and any(v.casefold() == f.value.strip().casefold() for v in typed) for f in group.fields)
+
+
+def _record_links(scan: PageScan) -> list[dict[str, Any]]:
+    """Links on a record that scripts answer (an icon "Edit" or "Delete" in a card, href "" or "#"): controls
+    on that record, like its buttons (the scan sees those shown only on hover after one)."""
+    return [{"target": {"role": "link", "name": lk["name"]}, "role": "link", "name": lk["name"], "item": lk["item"]}
+            for lk in scan.links if lk.get("item") and lk["href"] in ("", "#")]
+
+
+def _name_shape(name: str) -> str:
+    """A control's name with its values (numbers, colour codes) blanked: alike controls share it."""
+    return re.sub(r"#?[0-9A-Fa-f]*\d[0-9A-Fa-f]*", "0", name)
 
 
 def _in_page_links(scan: PageScan) -> list[dict[str, Any]]:
     """Links to a place in the page ("#next", "#finish") that scripts answer: a wizard's Next and Finish,
     a tab, a menu entry. A person presses them like buttons."""
     names = [link["name"] for link in scan.links]
-    return [{"name": link["name"], "target": {"role": "link", "name": link["name"]}} for link in scan.links
-            if link["href"].startswith("#") and not link["href"].startswith("#/") and not ACCOUNT_LINKS.search(link["name"])
-            and names.count(link["name"]) == 1 and len(link["name"]) < 40][:MAX_IN_PAGE_LINKS]
+    return [{"name": link["name"], "target": {"role": link.get("role") or "link", "name": link["name"]}} for link in scan.links
+            if (link["href"] == "" or link["href"].startswith("#") and not link["href"].startswith("#/")) and not link.get("item")
+            and not ACCOUNT_LINKS.search(link["name"]) and names.count(link["name"]) == 1 and len(link["name"]) < 40][:MAX_IN_PAGE_LINKS]
 
 
 def _same_view(a: PageScan, b: PageScan) -> bool:
