@@ -7,20 +7,21 @@ steps that change the screen, and injected faults - loops (a type/select repeate
 screen, or a click repeated and failing), bad coordinate clicks in an empty corner, format errors, zero
 scrolls, sensitive clicks with and without a call_user first, over-cautious call_users, premature
 terminations (with a failed verdict). 3% of trajectories have a screenshot but no UI tree, 1% no screen.
-They are written as the lake holds them: one Parquet file per write batch (at most 1M steps, whole
-trajectories), plus trajectories and verdicts.
+They are written as the lake holds them: one Parquet file per write batch (about 1M steps, whole
+trajectories), plus trajectories and verdicts, generated and committed a batch at a time (10M steps: ten
+chunks, memory of one).
 
 Printed per N (one JSON line): steps/s of `mine()` (findings, rewards, seeds and mined rows all written),
 peak RSS of the mining process (resource.getrusage; generation and the baseline run in other processes),
 the time of a plain DuckDB scan that reads the same Parquet columns into Arrow (best of 3), and the ratio
-of mining time to that scan. Precision and recall per kind against the injected faults are printed as a
+of mining time to that scan (the lake's writer puts a file's 1M rows in one row group, and DuckDB
+splits a Parquet scan by row groups). Precision and recall per kind against the injected faults are printed as a
 sanity check up to 2M steps. Timings on a shared machine move with its load: run it on a quiet one.
 """
 
 from __future__ import annotations
 
 import argparse
-import bisect
 import datetime as dt
 import json
 import resource
@@ -115,17 +116,23 @@ def _digest(col: str, seed: int) -> pl.Expr:
     return pl.concat_str(parts).str.slice(0, 64)
 
 
-def _bases(n_steps: int) -> pl.DataFrame:
-    """The reference actions of every trajectory (premature ones cut at half), with their planned faults."""
+STEPS_PER_TRAJECTORY = 9.76  # the mean of the mix below
+
+
+def _bases(first_t: int, n_trajectories: int) -> pl.DataFrame:
+    """The reference actions of trajectories first_t.. (premature ones cut at half), with their planned
+    faults. Draws hash the trajectory number and the row's place in the chunk, so chunks are independent."""
     trajs = (
-        pl.select(t=pl.int_range(max(1, round(n_steps / 9.76))))
+        pl.select(t=pl.int_range(first_t, first_t + n_trajectories))
         .with_columns(
             length=3 + _pick(1, 10, "t"),
             premature=_u(2, "t") < RATES["premature"],
         )
         .with_columns(kept=pl.when("premature").then((pl.col("length") // 2).clip(1)).otherwise("length") + 1)
     )
-    bases = trajs.select("t", "premature", i=pl.int_ranges(0, "kept")).explode("i").with_row_index("b")
+    bases = trajs.select("t", "premature", i=pl.int_ranges(0, "kept")).explode("i").with_row_index(
+        "b", offset=first_t * 16
+    )
     last = pl.col("t") != pl.col("t").shift(-1).fill_null(-1)
     bases = bases.with_columns(i=pl.col("b"), last=last).with_columns(
         sensitive=~pl.col("last") & (_u(3) < RATES["sensitive"]),
@@ -160,13 +167,14 @@ def _bases(n_steps: int) -> pl.DataFrame:
     )
 
 
-def synthetic_steps(n_steps: int) -> pl.DataFrame:
-    """~n_steps rows of the steps table plus `role` (what the row is) and `t` (trajectory number)."""
-    b = _bases(n_steps)
+def synthetic_steps(n_steps: int, first_t: int = 0) -> pl.DataFrame:
+    """~n_steps rows of the steps table plus `role` (what the row is) and `t` (trajectory number), for the
+    trajectories numbered from first_t."""
+    b = _bases(first_t, max(1, round(n_steps / STEPS_PER_TRAJECTORY)))
     rows = b.with_columns(
         offset=pl.int_ranges(0, pl.col("pre").is_not_null().cast(pl.Int32) + 1 + pl.col("loops"))
     )
-    rows = rows.explode("offset").with_row_index("r").with_columns(i=pl.col("r"))
+    rows = rows.explode("offset").with_row_index("r").with_columns(i=pl.col("r") + first_t * 64)
     has_pre = pl.col("pre").is_not_null().cast(pl.Int64)
     at_base = pl.col("offset") == has_pre
     role = (
@@ -268,46 +276,44 @@ def _cast(frame: pl.DataFrame, table: str) -> pa.Table:
 
 
 def synthetic_lake(root: Path, n_steps: int) -> tuple[int, int]:
-    """Write ~n_steps synthetic steps (+ trajectories with their faults, verdicts) as a lake at root."""
-    steps = synthetic_steps(n_steps)
-    labels = _labels(steps)
-    _write_steps(root, steps.drop("t", "role", "premature"))
-    now = dt.datetime.now(dt.UTC)
-    trajectories = labels.select(
-        "trajectory_id",
-        "num_steps",
-        task_id=pl.format("bench-task-{}", pl.col("t") % 500),
-        sandbox=pl.when(pl.col("t") % 2 == 0).then(pl.lit("mail")).otherwise(pl.lit("shop")),
-        policy=pl.lit("scripted-noisy"),
-        ended=pl.lit("terminated"),
-        injected_faults_json="faults",
-        run_id=pl.lit("bench"),
-        recorded_at=pl.lit(now),
-    )
-    verdicts = trajectories.select(
-        "trajectory_id",
-        "task_id",
-        "sandbox",
-        "policy",
-        "run_id",
-        "recorded_at",
-        verdict=pl.when(labels["failed"]).then(pl.lit("failed")).otherwise(pl.lit("pass")),
-    )
-    for name, frame in (("trajectories", trajectories), ("verdicts", verdicts)):
-        Lake(root).write_arrow(name, _cast(frame, name), "bench", 0)
-    return steps.height, trajectories.height
-
-
-def _write_steps(root: Path, steps: pl.DataFrame) -> None:
-    """One commit per write batch of at most FILE_STEPS steps, cut at trajectory starts, as rollouts write."""
+    """Write ~n_steps synthetic steps (+ trajectories with their faults, verdicts) as a lake at root, one
+    chunk of about FILE_STEPS steps at a time (a commit each, as rollouts write: whole trajectories per
+    file), so memory stays at one chunk's and 10M steps take minutes."""
     lake = Lake(root)
-    starts = steps.with_row_index("r").filter(pl.col("step_index") == 0)["r"].to_list() + [steps.height]
-    a, i = 0, 0
-    while a < steps.height:
-        b = starts[bisect.bisect_right(starts, a + FILE_STEPS) - 1]
-        b = b if b > a else steps.height
-        lake.write_arrow("steps", _cast(steps.slice(a, b - a), "steps"), "bench", i)
-        a, i = b, i + 1
+    now = dt.datetime.now(dt.UTC)
+    per_chunk = max(1, round(FILE_STEPS / STEPS_PER_TRAJECTORY))
+    wanted = max(1, round(n_steps / STEPS_PER_TRAJECTORY))
+    total_steps = total_trajectories = 0
+    for chunk, first_t in enumerate(range(0, wanted, per_chunk)):
+        n = min(per_chunk, wanted - first_t)
+        steps = synthetic_steps(round(n * STEPS_PER_TRAJECTORY), first_t)
+        labels = _labels(steps)
+        lake.write_arrow("steps", _cast(steps.drop("t", "role", "premature"), "steps"), "bench", chunk)
+        trajectories = labels.select(
+            "trajectory_id",
+            "num_steps",
+            task_id=pl.format("bench-task-{}", pl.col("t") % 500),
+            sandbox=pl.when(pl.col("t") % 2 == 0).then(pl.lit("mail")).otherwise(pl.lit("shop")),
+            policy=pl.lit("scripted-noisy"),
+            ended=pl.lit("terminated"),
+            injected_faults_json="faults",
+            run_id=pl.lit("bench"),
+            recorded_at=pl.lit(now),
+        )
+        verdicts = trajectories.select(
+            "trajectory_id",
+            "task_id",
+            "sandbox",
+            "policy",
+            "run_id",
+            "recorded_at",
+            verdict=pl.when(labels["failed"]).then(pl.lit("failed")).otherwise(pl.lit("pass")),
+        )
+        for name, frame in (("trajectories", trajectories), ("verdicts", verdicts)):
+            lake.write_arrow(name, _cast(frame, name), "bench", chunk)
+        total_steps += steps.height
+        total_trajectories += trajectories.height
+    return total_steps, total_trajectories
 
 
 def duckdb_scan_seconds(lake: Lake, repeats: int = 3) -> float:

@@ -402,7 +402,7 @@ def _run_synthesize(args: argparse.Namespace) -> int:
     console.print(f"[bold]synthesize-tasks[/]: on {server}…")
     with _progress(console) as progress:
         synth_flow.progress = progress
-        result = synth_flow.synthesize_tasks(sandboxes=args.sandboxes, count=args.count, seed=args.seed, agent=args.agent, lake_root=str(Lake().root), workers=args.workers,
+        result = synth_flow.synthesize_tasks(sandboxes=args.sandboxes, count=args.count, seed=args.seed, agent=args.agent, lake_root=Lake().uri, workers=args.workers,
                                              from_failures=args.from_failures, policy=args.policy)
         synth_flow.progress = None
     console.print(Markdown(result["markdown"]))
@@ -444,7 +444,7 @@ def _run_other(args: argparse.Namespace) -> int:
     from lake import Lake
 
     console = Console(width=None if sys.stdout.isatty() else 140)
-    root = str(Lake().root)
+    root = Lake().uri
     console.print(f"[bold]{args.flow}[/]: on {server}…")
     if args.flow == "rollout":
         from flows.rollout import flow as rollout_flow

@@ -176,7 +176,7 @@ class Lake:
         digest = hashlib.sha256(data).hexdigest()
         if self.remote:
             fs, path = self._blob_fs(digest)
-            if fs.get_file_info(path).type.name == "NotFound":
+            if not self.has_blob(digest):
                 with fs.open_output_stream(path) as out:  # an object PUT is atomic: readers never see half of it
                     out.write(data)
             return digest
@@ -188,6 +188,12 @@ class Lake:
                 fh.write(data)
             os.replace(tmp, path)
         return digest
+
+    def has_blob(self, digest: str) -> bool:
+        if self.remote:
+            fs, path = self._blob_fs(digest)
+            return fs.get_file_info(path).type.name == "File"
+        return (self.root / "blobs" / "sha256" / digest[:2] / digest[2:4] / digest).is_file()
 
     def read_blob(self, digest: str) -> bytes:
         if self.remote:

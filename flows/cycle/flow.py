@@ -41,7 +41,7 @@ def cycle(
 ) -> dict:
     log = get_run_logger()
     lake = Lake(lake_root)
-    root = str(lake.root)
+    root = lake.uri
     name = export_name or f"cycle-{policy}"
     stats, problems = [], []
     run = f"cycle-{uuid.uuid4().hex[:12]}"

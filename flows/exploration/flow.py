@@ -67,5 +67,5 @@ def explore(
     report = reports / f"{run_id}.md"
     report.write_text(markdown)
     create_markdown_artifact(markdown, key="explore-summary", description="coverage before/after and new verified tasks")
-    return {"run_id": run_id, "lake": str(lake.root), "sandboxes": results, "problems": [str(p) for p in problems],
+    return {"run_id": run_id, "lake": lake.uri, "sandboxes": results, "problems": [str(p) for p in problems],
             "markdown": markdown, "report": str(report), "charts": {k: str(reports / v) for k, v in charts.items()}}

@@ -36,7 +36,7 @@ def mine_failures(policy: str | None = None, since: str | None = None, lake_root
         batches = mining.step_batches(lake, pending, batch_steps)  # a shard per task
         for part in mine_shard_task.map(unmapped(lake.uri), unmapped(run_id), batches, list(range(len(batches)))):
             mining.merge_summary(summary, part.result())
-        mining.finish_run(lake, pending, summary, started)
+        mining.finish_run(lake, pending, batches, summary, started)
     get_run_logger().info("mined %d trajectories (%d steps): %d seeds", summary.trajectories, summary.steps, summary.seeds)
     lake.refresh_catalog()
     markdown = summary.markdown()

@@ -96,32 +96,19 @@ def pending_trajectories(
     detector_version: str = DETECTOR_VERSION,
 ) -> pl.DataFrame:
     """Trajectories with no `mined` row for this detector version, with what the detectors need to know
-    about them (latest verdict, the task's reference length in non-terminate actions) and where their
-    steps are: `file` and `last_file` (first and last step file holding them; null while none does) and
-    `files` (how many files hold them). Only the trajectory_id column of the step files is read."""
+    about them (latest verdict, the task's reference length in non-terminate actions, the instruction) and
+    `num_steps`. No step file is read here: `step_batches` decides how to find their steps."""
     if not lake.files("trajectories"):
-        return pl.DataFrame(schema={"trajectory_id": pl.String, "file": pl.String})
-    files = [str(f) for f in lake.files("steps")]
-    located = (
-        "WITH pairs AS (SELECT DISTINCT trajectory_id, filename FROM read_parquet($files, filename = true)) "
-        "SELECT trajectory_id, min(filename) AS file, max(filename) AS last_file, count(*)::INTEGER AS files "
-        "FROM pairs GROUP BY 1"
-        if files
-        else "SELECT NULL::VARCHAR AS trajectory_id, NULL::VARCHAR AS file, NULL::VARCHAR AS last_file, "
-        "NULL::INTEGER AS files WHERE false"
-    )
-    sql = f"""
+        return pl.DataFrame(schema={"trajectory_id": pl.String, "num_steps": pl.Int32})
+    sql = """
         WITH v AS (SELECT trajectory_id, arg_max(verdict, recorded_at) AS verdict FROM verdicts GROUP BY 1),
              r AS (SELECT task_id, len(list_filter(json_extract_string(reference_json, '$[*].action'),
                                                    lambda a: a <> 'terminate'))::INTEGER AS reference_len,
                           instruction AS task_instruction
-                   FROM tasks),
-             located AS ({located})
+                   FROM tasks)
         SELECT t.trajectory_id, t.task_id, t.sandbox, t.policy, t.num_steps, v.verdict, r.reference_len,
-               coalesce({{instruction}}, r.task_instruction) AS instruction,
-               located.file, located.last_file, located.files
+               coalesce({instruction}, r.task_instruction) AS instruction
         FROM trajectories t LEFT JOIN v USING (trajectory_id) LEFT JOIN r USING (task_id)
-             LEFT JOIN located USING (trajectory_id)
         WHERE ($policy IS NULL OR t.policy = $policy)
           AND ($since IS NULL OR t.recorded_at >= CAST($since AS TIMESTAMPTZ))
           AND t.trajectory_id NOT IN (SELECT trajectory_id FROM mined WHERE detector_version = $version)
@@ -131,8 +118,6 @@ def pending_trajectories(
         "since": str(since) if since is not None else None,
         "version": detector_version,
     }
-    if files:
-        params["files"] = files
     con = lake.connect()
     try:
         # a lake whose trajectory files all predate the instruction column has none: the task's then
@@ -154,72 +139,92 @@ class StepBatch:
 def step_batches(lake: Lake, pending: pl.DataFrame, batch_steps: int = BATCH_STEPS) -> list[StepBatch]:
     """Groups of step files holding pending trajectories, each about `batch_steps` rows, never splitting
     a trajectory across groups; files with nothing pending are not read at all."""
-    located = pending.filter(pl.col("file").is_not_null())
-    if located.is_empty():
+    files = sorted(str(f) for f in lake.files("steps"))
+    if pending.is_empty() or not files:
         return []
-    files = located["file"].unique().sort().to_list()
-    sizes = lake.file_rows("steps")
-    batches: list[list[str]] = [[]]
-    for group in _files_read_together(lake, located, files):
-        if batches[-1] and sum(sizes.get(f, 0) for f in batches[-1] + group) > batch_steps:
+    found = located(lake, files, pending)  # (trajectory_id, file): file numbers into `files`
+    if found.is_empty():
+        return []
+    spanning = found.filter(pl.col("trajectory_id").is_duplicated())  # rare: writers land one in one file
+    lists = spanning.group_by("trajectory_id").agg(pl.col("file").sort())["file"].to_list()
+    groups = _files_read_together([[i] for i in found["file"].unique().to_list()] + lists)
+    rows = lake.file_rows("steps")
+    batches = _packed(groups, [rows.get(f, 0) for f in files], batch_steps)
+    which = {i: b for b, batch in enumerate(batches) for i in batch}
+    here = found.group_by("trajectory_id").agg(pl.col("file").min()).select(
+        "trajectory_id", batch=pl.col("file").replace_strict(which, return_dtype=pl.Int32)
+    )
+    parts = pending.join(here, on="trajectory_id", how="inner", maintain_order="left").partition_by(
+        "batch", as_dict=True, include_key=False
+    )
+    return [StepBatch([files[i] for i in batch], parts[(b,)]) for b, batch in enumerate(batches) if (b,) in parts]
+
+
+def located(lake: Lake, files: list[str], pending: pl.DataFrame) -> pl.DataFrame:
+    """(trajectory_id, file) for every step file holding steps of a pending trajectory, `file` the file's
+    number in `files`. Reads the trajectory_id column alone, a file at a time, keeping each file's distinct
+    ids: a part of a scan (a DISTINCT over (trajectory_id, filename) of every row cost about one scan)."""
+    wanted = pending["trajectory_id"].implode()
+    parts = [
+        _read(lake, [f], ["trajectory_id"])
+        .unique()
+        .filter(pl.col("trajectory_id").is_in(wanted))
+        .with_columns(file=pl.lit(i, pl.UInt32))
+        for i, f in enumerate(files)
+    ]
+    return pl.concat(parts)
+
+
+def _packed(groups: list[list[int]], sizes: list[int], batch_steps: int) -> list[list[int]]:
+    """Groups of file numbers, in file order, packed into batches of at most `batch_steps` rows (a larger
+    group alone)."""
+    batches: list[list[int]] = [[]]
+    for group in sorted(groups):
+        if batches[-1] and sum(sizes[i] for i in batches[-1] + group) > batch_steps:
             batches.append([])
         batches[-1].extend(group)
-    which = {f: i for i, batch in enumerate(batches) for f in batch}
-    parts = located.with_columns(
-        batch=pl.col("file").replace_strict(which, return_dtype=pl.Int32)
-    ).partition_by("batch", as_dict=True, include_key=False)
-    return [
-        StepBatch(list(batch), parts[(i,)]) for i, batch in enumerate(batches) if (i,) in parts
-    ]
+    return [b for b in batches if b]
 
 
-def _files_read_together(lake: Lake, located: pl.DataFrame, files: list[str]) -> list[list[str]]:
+def _files_read_together(file_lists: list[list[int]]) -> list[list[int]]:
     """Files that share a trajectory must be read together: union them (usually every file stands alone)."""
-    parent = {f: f for f in files}
+    parent: dict[int, int] = {}
 
-    def root(f: str) -> str:
+    def root(f: int) -> int:
         while parent.setdefault(f, f) != f:
             parent[f] = parent[parent[f]]
             f = parent[f]
         return f
 
-    for group in _spanning_file_lists(lake, located.filter(pl.col("files") > 1)):
+    for group in file_lists:
         for other in group[1:]:
             parent[root(other)] = root(group[0])
-    groups: dict[str, list[str]] = {}
-    for f in list(parent):
+        root(group[0])
+    groups: dict[int, list[int]] = {}
+    for f in sorted(parent):
         groups.setdefault(root(f), []).append(f)
     return list(groups.values())
 
 
-def _spanning_file_lists(lake: Lake, spanning: pl.DataFrame) -> list[list[str]]:
-    """The files of trajectories held by several files (rare: writers land a trajectory in one batch)."""
-    if spanning.is_empty():
-        return []
-    pairs = spanning.filter(pl.col("files") == 2).select("file", "last_file").rows()
-    more = spanning.filter(pl.col("files") > 2)
-    if more.is_empty():
-        return [list(p) for p in pairs]
-    con = lake.raw_connection()
-    try:
-        con.register("wanted", more.select("trajectory_id"))
-        lists = (
-            con.sql(
-                "SELECT list(DISTINCT filename) AS files FROM read_parquet($files, filename = true) "
-                "WHERE trajectory_id IN (SELECT trajectory_id FROM wanted) GROUP BY trajectory_id",
-                params={"files": [str(f) for f in lake.files("steps")]},
-            )
-            .pl()["files"]
-            .to_list()
-        )
-    finally:
-        con.close()
-    return [list(p) for p in pairs] + lists
-
-
 def read_steps(lake: Lake, files: list[str]) -> pl.DataFrame:
     """The miner's columns of these step files (a file missing a column gets nulls), wherever the lake is."""
-    return pl.from_arrow(lake.read_files("steps", files, STEP_COLUMNS))
+    return _read(lake, files, STEP_COLUMNS)
+
+
+_STEP_SCHEMA = pl.from_arrow(schema_for("steps").empty_table()).schema
+
+
+def _read(lake: Lake, files: list[str], columns: list[str] | tuple[str, ...]) -> pl.DataFrame:
+    """Columns of step files in the lake's types, files in the order given. On disk through polars' own
+    Parquet reader (several times faster here than pyarrow's or DuckDB's on a file of one large row group);
+    on object storage, or for a file whose types differ from the lake's, through the lake (pyarrow)."""
+    if not lake.remote:
+        schema = {c: _STEP_SCHEMA[c] for c in columns}
+        try:
+            return pl.scan_parquet(files, schema=schema, missing_columns="insert", extra_columns="ignore").collect()
+        except pl.exceptions.SchemaError:  # a file in other types than the lake's: pyarrow casts
+            pass
+    return pl.from_arrow(lake.read_files("steps", files, columns))
 
 
 # ---- mining one batch --------------------------------------------------------------------------------------
@@ -449,9 +454,10 @@ def mine(
     if pending.is_empty():
         summary.seconds = time.perf_counter() - t0
         return summary
+    batches = step_batches(lake, pending, batch_steps)
     with ThreadPoolExecutor(max_workers=1) as writer:  # writes batch i while batch i+1 is mined
         writing = None
-        for index, batch in enumerate(step_batches(lake, pending, batch_steps)):
+        for index, batch in enumerate(batches):
             out = mine_frame(read_steps(lake, batch.files), batch.trajectories, run_id, weights)
             here = out["mined"]["trajectory_id"]
             if writing is not None:
@@ -464,7 +470,7 @@ def mine(
             summary.batches += 1
         if writing is not None:
             writing.result()
-    _mark_stepless(lake, pending, run_id, summary)
+    _mark_stepless(lake, pending, batches, run_id, summary)
     summary.seconds = time.perf_counter() - t0
     if summary.trajectories and write_report:
         _write_report(lake, summary)
@@ -490,9 +496,12 @@ def merge_summary(into: MiningSummary, part: MiningSummary) -> None:
         setattr(into, name, dict(Counter(getattr(into, name)) + Counter(getattr(part, name))))
 
 
-def finish_run(lake: Lake, pending: pl.DataFrame, summary: MiningSummary, started: float, write_report: bool = True) -> None:
+def finish_run(
+    lake: Lake, pending: pl.DataFrame, batches: list[StepBatch], summary: MiningSummary, started: float,
+    write_report: bool = True,
+) -> None:
     """After the shards: mark trajectories without steps, time the run, write its report."""
-    _mark_stepless(lake, pending, summary.run_id, summary)
+    _mark_stepless(lake, pending, batches, summary.run_id, summary)
     summary.seconds = time.perf_counter() - started
     if summary.trajectories and write_report:
         _write_report(lake, summary)
@@ -502,10 +511,14 @@ def _undecided_totals(undecidable: pl.DataFrame) -> dict[str, int]:
     return {c: int(n) for c, n in undecidable.group_by("check").agg(pl.col("n").sum()).iter_rows()}
 
 
-def _mark_stepless(lake: Lake, pending: pl.DataFrame, run_id: str, summary: MiningSummary) -> None:
-    """Trajectories that ended before any step are mined as they are; others without steps keep waiting
-    (a rollout writes trajectories just before their steps)."""
-    rest = pending.filter(pl.col("file").is_null())
+def _mark_stepless(
+    lake: Lake, pending: pl.DataFrame, batches: list[StepBatch], run_id: str, summary: MiningSummary
+) -> None:
+    """Trajectories that ended before any step (in no batch) are mined as they are; others without steps
+    keep waiting (a rollout writes trajectories just before their steps)."""
+    rest = pending
+    for batch in batches:
+        rest = rest.join(batch.trajectories.select("trajectory_id"), on="trajectory_id", how="anti")
     empty = rest.filter(pl.col("num_steps").fill_null(-1) == 0)
     summary.waiting = rest.height - empty.height
     if empty.height:

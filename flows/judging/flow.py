@@ -36,7 +36,7 @@ def judge(lake_root: str | None = None) -> dict:
     rows = pending_trajectories(lake)
     batches = [rows[i:i + JUDGE_BATCH] for i in range(0, len(rows), JUDGE_BATCH)]
     counts: Counter = Counter()
-    for future in judge_batch_task.map(unmapped(str(lake.root)), unmapped(run_id), batches, [str(i) for i in range(len(batches))]):
+    for future in judge_batch_task.map(unmapped(lake.uri), unmapped(run_id), batches, [str(i) for i in range(len(batches))]):
         counts.update(future.result())
     get_run_logger().info("verdicts: %s", dict(counts) or "nothing new to judge")
     lake.refresh_catalog()

@@ -47,8 +47,7 @@ BlobReader = Callable[[str], bytes | None]
 def lake_blob_reader(lake: Lake) -> BlobReader:
     """Read `blobs/sha256/..` written by `Lake.put_blob`; a missing blob reads as None."""
     def read(sha: str) -> bytes | None:
-        path = lake.root / "blobs" / "sha256" / sha[:2] / sha[2:4] / sha
-        return path.read_bytes() if path.is_file() else None
+        return lake.read_blob(sha) if lake.has_blob(sha) else None
 
     return read
 

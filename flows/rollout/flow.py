@@ -61,7 +61,7 @@ def rollout(
             _bars[folder] = progress.add_task(f"{load_manifest(folder).name}: {policy}",
                                               total=sum(len(items) for _, items in labelled))
         running[folder] = rollout_batch_task.map(
-            unmapped(folder), unmapped(str(lake.root)), unmapped(run_id), unmapped(policy), [items for _, items in labelled],
+            unmapped(folder), unmapped(lake.uri), unmapped(run_id), unmapped(policy), [items for _, items in labelled],
             [label for label, _ in labelled], unmapped(workers), unmapped(noise), unmapped(profile))
     for folder, futures in running.items():
         name, ended = load_manifest(folder).name, Counter()

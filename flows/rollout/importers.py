@@ -506,7 +506,7 @@ def _our_screenshot(record: dict, fields: dict, base: Path, lake: Lake) -> bytes
     if record.get("screenshot_path") is not None:
         return _read_screenshot([base], _checked_type(record["screenshot_path"], str, "screenshot_path"))
     sha = fields["screenshot_sha"]
-    if sha is not None and not _blob_exists(lake, sha):
+    if sha is not None and not lake.has_blob(sha):
         raise Reject("missing_screenshot", f"blob {sha} is not in this lake")
     return None
 
@@ -868,11 +868,6 @@ def _check_image(data: bytes, name: str) -> None:
             image.load()
     except (UnidentifiedImageError, OSError, SyntaxError, ValueError, Image.DecompressionBombError) as exc:
         raise Reject("invalid_screenshot", f"{name} is not a decodable image: {exc}") from None
-
-
-def _blob_exists(lake: Lake, sha: str) -> bool:
-    """Whether the lake holds a blob; the layout is Lake.put_blob's (blobs/sha256/ab/cd/abcd...)."""
-    return (lake.root / "blobs" / "sha256" / sha[:2] / sha[2:4] / sha).is_file()
 
 
 def _png_size(data: bytes) -> tuple[int, int] | None:

@@ -68,7 +68,7 @@ def synthesize_tasks(
     lake = Lake(lake_root)
     run_id = f"{'targeted' if from_failures else 'synth'}-{uuid.uuid4().hex[:12]}"
     manifests, problems = select(sandboxes or None)
-    plans = [plan_sandbox_task.submit(str(m.folder), str(lake.root), run_id, count, seed, agent, workers, from_failures, policy)
+    plans = [plan_sandbox_task.submit(str(m.folder), lake.uri, run_id, count, seed, agent, workers, from_failures, policy)
              for m in manifests]
     gate_agent = targeted.AGENT if from_failures else agent
     gated, summaries = [], []
@@ -79,7 +79,7 @@ def synthesize_tasks(
         if progress and batches:
             _bars[str(m.folder)] = progress.add_task(f"{m.name}: validating", total=len(plan.new))
         gated.append(gate_batch_task.map(
-            unmapped(str(m.folder)), unmapped(str(lake.root)), unmapped(run_id), unmapped(gate_agent), unmapped(plan.skills),
+            unmapped(str(m.folder)), unmapped(lake.uri), unmapped(run_id), unmapped(gate_agent), unmapped(plan.skills),
             batches, [str(i) for i in range(len(batches))], unmapped(workers),
         ) if batches else [])
     for summary, futures in zip(summaries, gated):
@@ -100,7 +100,7 @@ def synthesize_tasks(
     lake.refresh_catalog()
     markdown = synthesis.render_summary(summaries, [str(p) for p in problems])
     create_markdown_artifact(markdown, key="synthesize-tasks-summary", description="verified / rejected per sandbox")
-    return {"run_id": run_id, "lake": str(lake.root), "sandboxes": [s.to_json() for s in summaries],
+    return {"run_id": run_id, "lake": lake.uri, "sandboxes": [s.to_json() for s in summaries],
             "problems": [str(p) for p in problems], "markdown": markdown}
 
 

@@ -511,16 +511,12 @@ def test_mining_filters_by_policy_and_time_and_counts_missing_screens(lake):
     assert mine(lake, "m2").by_policy == {"llm": 1}
 
 
-def test_a_trajectory_whose_steps_span_two_files_is_mined_whole(lake):
-    _land(lake, "r1", {"split": LOOPING[:2]}, batch="first")
-    rows = [
-        {"trajectory_id": "split", "step_index": i, "run_id": "r1", **s}
-        for i, s in enumerate(LOOPING)
-        if i >= 2
-    ]
-    lake.write("steps", rows, "r1", "second")
+def test_a_trajectory_whose_steps_span_three_files_is_mined_whole(lake):
+    _land(lake, "r1", {"split": LOOPING[:2]}, batch="first")  # its trajectories row says 2 steps
+    for batch, at in (("second", 2), ("third", 3)):
+        lake.write("steps", [{"trajectory_id": "split", "step_index": at, "run_id": "r1", **LOOPING[at]}], "r1", batch)
     summary = mine(lake, "m1", batch_steps=2)
-    assert summary.by_reason == {"loop/exact_repeat": 1} and summary.batches == 1
+    assert summary.by_reason == {"loop/exact_repeat": 1} and (summary.batches, summary.steps) == (1, 4)
 
 
 def test_mine_frame_is_pure_and_shapes_rows_like_the_lake_tables():

@@ -137,3 +137,36 @@ def test_mining_and_export_read_an_s3_lake_as_they_read_a_local_one(s3_env, monk
     trajectories, steps, failures, rewards, status, rows = got
     assert (trajectories, steps, rewards) == (2, 10, 10) and status == "published" and rows > 0
     assert any(f["trajectory_id"] == "loop" for f in failures), failures
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+def test_synthesis_rollout_and_judge_flows_write_an_s3_lake_and_nothing_beside_it(s3_env, prefect_harness, monkeypatch,
+                                                                                   tmp_path):
+    """The flows hand their tasks the lake's URI: every row they write lands in the bucket, none in the
+    local side folder (reports only), and the judge reads the rollout's screenshots back from the bucket."""
+    from flows.judging.flow import judge
+    from flows.rollout.flow import rollout
+    from flows.task_synthesis.flow import synthesize_tasks
+    from lake import Lake
+
+    for k, v in s3_env.items():
+        monkeypatch.setenv(k, v)
+    side = tmp_path / "s3-side"
+    monkeypatch.setenv("FLYWHEEL_LAKE_LOCAL", str(side))
+    uri = "s3://lake/cycle"
+    made = synthesize_tasks(sandboxes=["shop"], count=3, seed=5, lake_root=uri)
+    assert made["lake"] == uri and made["sandboxes"][0]["verified"] > 0, made
+    rolled = rollout(policy="replay", sandboxes=["shop"], lake_root=uri)
+    judged = judge(lake_root=uri)
+    lake = Lake(uri)
+    verified = lake.query("SELECT count(*) AS n FROM tasks WHERE status = 'verified'")[0]["n"]
+    runs = lake.query("SELECT t.trajectory_id, v.verdict, t.num_steps FROM trajectories t "
+                      "JOIN verdicts v USING (trajectory_id) ORDER BY 1")
+    assert verified == made["sandboxes"][0]["verified"] and len(runs) == verified, (rolled, judged, runs)
+    assert all(r["verdict"] == "pass" for r in runs), runs  # the replay policy passes every verified pair
+    shots = lake.query("SELECT screenshot_sha AS sha FROM steps WHERE screenshot_sha IS NOT NULL")
+    assert shots and all(lake.has_blob(s["sha"]) for s in shots)
+    assert all(str(f).startswith(f"{uri}/tables/") for t in ("tasks", "trajectories", "steps", "verdicts")
+               for f in lake.files(t))
+    assert not (side / "tables").exists() and not (side / "blobs").exists(), sorted(p.name for p in side.iterdir())

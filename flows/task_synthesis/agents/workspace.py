@@ -136,7 +136,7 @@ class _Composer:
             sandbox=self.req.manifest.name, source_commit=self.req.source.commit, family=family, app_area=area,
             instruction=opener + instruction[0].lower() + instruction[1:] if opener else instruction,
             params=params, seed=self.req.seed, injection=injection or [], verifier=verifier, reference=reference,
-            provenance={"agent": "static", "path": "workspace", "synthesiser": SYNTHESISER_VERSION},
+            provenance={"agent": "static", "path": "file-browser", "synthesiser": SYNTHESISER_VERSION},
         )
 
     def _cell_change(self, f: CsvFile, rng: random.Random) -> tuple[int, int, str] | None:
