@@ -73,14 +73,14 @@ def rollout(
                 summary.errors.append(f"{name}: a batch of episodes failed: {future.state.message}")
         if ended:
             summary.sandboxes[name] = ended
-    if work.claim:
-        resume.finish(work.claim)  # ended (a failed batch is reported, not resumed): the next run plans anew
     lake.refresh_catalog()
     markdown = render_summary(summary, policy, profile)
     create_markdown_artifact(markdown, key="rollout-summary")
     if summary.sandboxes:
         create_table_artifact([{"sandbox": s, "episodes": sum(c.values()), **dict(c)} for s, c in summary.sandboxes.items()],
                               key="rollout-episodes", description="episodes per sandbox and how they ended")
+    if work.claim:  # last: a run killed before this is resumed (a failed batch is reported, not resumed)
+        resume.finish(work.claim)
     return {"run_id": run_id, "episodes": summary.episodes, "errors": summary.errors, "resumed": summary.resumed,
             "landed_before": summary.landed_before,
             "ended": {s: dict(c) for s, c in summary.sandboxes.items()}, "markdown": markdown,
