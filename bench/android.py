@@ -43,14 +43,13 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--rtt-ms", type=float, default=20.0)
     args = parser.parse_args()
-    os.environ["FLYWHEEL_ANDROID_SETTLE_S"] = "0"
     manifest = load_manifest(ROOT / "sandboxes" / "notes-android")
     with FakeAdbServer([FakeDevice("emulator-5554", app_source=manifest.folder)]) as server:
         os.environ["FLYWHEEL_ADB_PORT"] = str(server.port)
         by_id = open_android_driver(manifest)
         server.latency_s = args.rtt_ms / 1000
         try:
-            by_serial = AndroidDriver(manifest, by_id.client.device(by_id.serial), client=by_id.client, serial=by_id.serial, settle_s=0)
+            by_serial = AndroidDriver(manifest, by_id.client.device(by_id.serial), client=by_id.client, serial=by_id.serial)
             by_serial.snapshot_path.write_bytes(by_id.snapshot_path.read_bytes())
             serial_req, serial_ms = run(by_serial, server, args.steps)
             id_req, id_ms = run(by_id, server, args.steps)

@@ -49,11 +49,8 @@ def main() -> None:
     ap.add_argument("--episodes", type=int, default=20)
     ap.add_argument("--workers", type=int, default=4)
     ap.add_argument("--passes", default="1,4", help="which gate passes to run: 1, 4 (the rollout follows the 4-worker one)")
-    ap.add_argument("--start-timeout", type=float, default=120.0,
-                    help="seconds an app replica may take to start (its manifest's 30 s is too short under the hog)")
     args = ap.parse_args()
     (manifest,), _ = select([args.sandbox])
-    manifest.start.start_timeout_s = args.start_timeout  # starting is not gating: a slow start is no verdict
     with AppProcess(manifest) as app:
         out = StaticAgent().synthesize(SynthesisRequest(manifest, read_source(manifest), app.snapshot_path, args.pairs, 0))
     pairs, skills = out.candidates[: args.pairs], {s.name: s for s in out.skills}

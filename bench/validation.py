@@ -11,9 +11,10 @@ Prints pairs/s for each and the ratio pooled/fresh.
     .venv/bin/python bench/validation.py --cost [--baseline-checkout DIR] [--pairs 40] [--sandbox shop]
 
 Gate cost per verified pair, in CPU-seconds of every process involved (the gate's, the app's, Chromium's):
-the same candidate pairs (synthesised once, here) gated with one worker in a child process, once per
-checkout — this one, and DIR (e.g. a clone of main, to measure the gate before a change). CPU comes from
-the children's resource usage, so other jobs on the machine do not count; wall time is printed too.
+the same candidate pairs (synthesised once, here) gated with one worker in a child process, twice from this
+checkout — the gate without its injected and counterfactual stages (the baseline: the gate before them),
+then the full gate — and once more from DIR if given (e.g. a clone of main). CPU comes from the children's
+resource usage, so other jobs on the machine do not count; wall time is printed too, and the ratios.
 """
 
 from __future__ import annotations
@@ -50,20 +51,22 @@ from sandboxes.pool import SandboxPool
 from sandboxes.registry import select
 from sandboxes.skills import Skill
 data = json.load(open(sys.argv[1]))
+stages = {} if sys.argv[2] == "full" else {"counterfactuals": False, "check_injection": False}
 (manifest,), _ = select([data["sandbox"]])
 specs = [TaskSpec.from_row(r) for r in data["tasks"]]
 skills = {s["name"]: Skill(**s) for s in data["skills"]}
-results = SandboxPool(manifest, 1).map(lambda d, p: ValidationGate(d, skills).validate(p), specs)
+results = SandboxPool(manifest, 1).map(lambda d, p: ValidationGate(d, skills, **stages).validate(p), specs)
 print(json.dumps([[r.status, r.reason] for r in results]))
 """
 
 
-def gate_cost(checkout: Path, pairs_file: Path) -> tuple[float, float, list]:
-    """(CPU-seconds of the child and everything it waited for, wall seconds, [status, reason] per pair)."""
+def gate_cost(checkout: Path, pairs_file: Path, stages: str = "full") -> tuple[float, float, list]:
+    """(CPU-seconds of the child and everything it waited for, wall seconds, [status, reason] per pair).
+    `stages`: full, or baseline (no injected or counterfactual stages)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     env = os.environ | {"PYTHONPATH": str(checkout)}
-    out = subprocess.run([sys.executable, "-c", _GATE_CHILD, str(pairs_file)], cwd=checkout, env=env,
+    out = subprocess.run([sys.executable, "-c", _GATE_CHILD, str(pairs_file), stages], cwd=checkout, env=env,
                          capture_output=True, text=True, check=True)
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -82,17 +85,22 @@ def cost(args, manifest) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         pairs_file = Path(tmp) / "pairs.json"
         pairs_file.write_text(json.dumps(data, default=str))
-        checkouts = [("baseline", Path(args.baseline_checkout).resolve())] if args.baseline_checkout else []
+        runs = [("before (no injected/counterfactual stages)", ROOT, "baseline"), ("after (full gate)", ROOT, "full")]
+        if args.baseline_checkout:
+            runs.append(("other checkout", Path(args.baseline_checkout).resolve(), "full"))
         measured = {}
-        for label, checkout in [*checkouts, ("this checkout", ROOT)]:
-            cpu, wall, results = gate_cost(checkout, pairs_file)
+        for label, checkout, stages in runs:
+            cpu, wall, results = gate_cost(checkout, pairs_file, stages)
             verified = sum(r[0] == "verified" for r in results)
-            measured[label] = cpu / max(1, verified)
+            measured[label] = (cpu, cpu / max(1, verified))
             reasons = Counter(r[1] for r in results if r[0] != "verified")
-            print(f"{label:14}: {cpu:7.1f} CPU-s, {wall:6.1f} s wall, verified {verified}/{len(pairs)}, "
-                  f"{cpu / max(1, verified):5.2f} CPU-s per verified pair; rejected {dict(reasons)}")
-        if len(measured) == 2:
-            print(f"ratio this/baseline: {measured['this checkout'] / measured['baseline']:.2f}x CPU-s per verified pair")
+            print(f"{label:44}: {cpu:7.1f} CPU-s, {wall:6.1f} s wall, verified {verified}/{len(pairs)}, "
+                  f"{cpu / max(1, verified):5.2f} CPU-s per verified pair; rejected {dict(reasons)}", flush=True)
+        (before_cpu, before_per), (after_cpu, after_per) = measured[runs[0][0]], measured[runs[1][0]]
+        print(f"ratio after/before: {after_per / before_per:.2f}x CPU-s per verified pair, "
+              f"{after_cpu / before_cpu:.2f}x CPU-s in all")
+        if args.baseline_checkout:
+            print(f"ratio this/other checkout: {after_per / measured['other checkout'][1]:.2f}x CPU-s per verified pair")
 
 
 def main() -> None:

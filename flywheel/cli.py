@@ -460,7 +460,7 @@ def _run_other(args: argparse.Namespace) -> int:
         for e in result["errors"]:
             console.print(f"[red]error:[/] {e}")
         console.print(f"Next: flywheel run judge   (lake: {root})")
-        return 0 if result["episodes"] else 1
+        return 0 if result["episodes"] or result["landed_before"] else 1  # a resumed run may have nothing left
     if args.flow == "mine-failures":
         from flows.failure_mining.flow import mine_failures
 

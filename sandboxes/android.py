@@ -57,6 +57,8 @@ ADB_FIX = (
     "for a device farm); point the sandbox at it with [android] adb_host/adb_port/serials or "
     "FLYWHEEL_ADB_HOST / FLYWHEEL_ADB_PORT / FLYWHEEL_ADB_SERIALS"
 )
+# After input, at most this many hierarchy dumps are taken waiting for two in a row to agree (_settle).
+SETTLE_DUMPS = 10
 SYSTEM_KEYS = {"back": "KEYCODE_BACK", "home": "KEYCODE_HOME", "enter": "KEYCODE_ENTER", "menu": "KEYCODE_MENU"}
 KEYS = {
     "enter": "KEYCODE_ENTER", "return": "KEYCODE_ENTER", "tab": "KEYCODE_TAB", "backspace": "KEYCODE_DEL",
@@ -121,7 +123,6 @@ class AdbTarget:
     host: str
     port: int
     serials: tuple[str, ...]
-    settle_s: float
 
     @classmethod
     def of(cls, manifest: SandboxManifest) -> AdbTarget:
@@ -131,7 +132,6 @@ class AdbTarget:
             host=os.environ.get("FLYWHEEL_ADB_HOST") or spec.adb_host,
             port=int(os.environ.get("FLYWHEEL_ADB_PORT") or spec.adb_port),
             serials=tuple(s.strip() for s in env_serials.split(",") if s.strip()) if env_serials else tuple(spec.serials),
-            settle_s=float(os.environ.get("FLYWHEEL_ANDROID_SETTLE_S", "0.3")),
         )
 
 
@@ -223,7 +223,8 @@ class AndroidDriver:
     """Drives one app on one leased device: reset, inject, observe, act, probe, health, close."""
 
     def __init__(self, manifest: SandboxManifest, device: Any, lease: tuple[str, int, str] | None = None,
-                 settle_s: float = 0.3, workdir: Path | None = None, client: Any = None, serial: str | None = None) -> None:
+                 settle_dumps: int = SETTLE_DUMPS, workdir: Path | None = None, client: Any = None,
+                 serial: str | None = None) -> None:
         if manifest.android is None:
             raise SandboxError(f"{manifest.name}: not an android sandbox (no [android] table)")
         self.manifest = manifest
@@ -231,7 +232,7 @@ class AndroidDriver:
         self.package = self.spec.package
         self.device = device
         self.serial = serial or device.serial
-        self.settle_s = settle_s
+        self.settle_dumps = settle_dumps
         self.client = client or device._client
         self._lease = lease
         self._own_workdir = workdir is None
@@ -280,9 +281,24 @@ class AndroidDriver:
         w, h = size.split("x")
         return int(w), int(h)
 
+    def _dump(self) -> str | None:
+        """The screen's hierarchy as uiautomator prints it, or None while the UI would not go idle
+        (uiautomator itself waits for idle, then gives up with "could not get idle state")."""
+        out = self.shell("uiautomator dump /dev/tty", check=False)
+        start, end = out.find("<?xml"), out.rfind("</hierarchy>")
+        return out[start if start >= 0 else 0:end + len("</hierarchy>")] if end >= 0 else None
+
     def _settle(self) -> None:
-        if self.settle_s:
-            time.sleep(self.settle_s)  # a real UI animates after input; uiautomator needs it idle
+        """After input the UI animates (a screen slides in, a list scrolls on): it has settled when two
+        dumps in a row give the same hierarchy. Follows the device, never the clock; bounded by a count of
+        dumps (`settle_dumps`), after which a screen that never stops moving (a spinner, a video) is taken
+        as it is."""
+        previous = None
+        for _ in range(self.settle_dumps):
+            dump = self._dump()
+            if dump is not None and dump == previous:
+                return
+            previous = dump
 
     def _px(self, x: int, y: int) -> tuple[int, int]:
         w, h = self.screen_size
@@ -405,12 +421,11 @@ class AndroidDriver:
 
     def hierarchy(self, attempts: int = 3) -> UINode:
         """The screen's hierarchy; uiautomator refuses while the UI animates ("could not get idle
-        state"), so it is asked again after a pause, a few times."""
+        state", after waiting for idle itself), so it is asked again, a few times."""
         for attempt in range(attempts):
             out = self.shell("uiautomator dump /dev/tty", check=False)
             if "</hierarchy>" in out or attempt == attempts - 1:
                 break
-            time.sleep(max(self.settle_s, 0.05) * (attempt + 1))
         self._last_root = parse_hierarchy(out)
         return self._last_root
 
@@ -684,7 +699,7 @@ def open_android_driver(manifest: SandboxManifest) -> AndroidDriver:
     target = AdbTarget.of(manifest)
     client, device, key = lease_device(manifest, target)
     try:
-        driver = AndroidDriver(manifest, device, key, settle_s=target.settle_s, client=client, serial=key[2])
+        driver = AndroidDriver(manifest, device, key, client=client, serial=key[2])
         driver.take_snapshot()
         return driver
     except SandboxError:

@@ -21,6 +21,12 @@ class SandboxError(Exception):
     """The sandbox cannot be used; the message names the problem and what to do about it."""
 
 
+# How long one request to a live app may take before it counts as not answering. A refused connection
+# (nothing listening, the process gone) answers at once, so this cap is only ever met by an app that took
+# the request and is slow with it: on a loaded machine that is load, not a fault, so the cap is generous.
+ANSWER_TIMEOUT_S = 30.0
+
+
 def stop_process(proc: subprocess.Popen | None, grace_s: float = 5.0) -> None:
     """Terminate, then kill if it will not go."""
     if proc is None or proc.poll() is not None:
@@ -90,6 +96,9 @@ class AppProcess:
         return self
 
     def _wait_ready(self) -> None:
+        """Follows the app: ready at its first HTTP 200, failed at once when it exits. The start-up cap only
+        bounds an app that neither answers nor exits (generous, so a loaded machine starts slower, not never);
+        each poll waits for an answer once the app has taken the connection."""
         deadline = time.monotonic() + self.manifest.start.start_timeout_s
         url = self.base_url + self.manifest.start.ready_path
         delay = 0.02
@@ -99,7 +108,7 @@ class AppProcess:
                     f"{self.manifest.name}: the app exited with code {self.proc.returncode} before it was ready; "
                     f"last log lines: {self.log_tail()!r} — run the start command by hand to see why"
                 )
-            if self.healthy(timeout=1.0):
+            if self.healthy(timeout=max(1.0, min(ANSWER_TIMEOUT_S, deadline - time.monotonic()))):
                 return
             time.sleep(delay)
             delay = min(delay * 1.5, 0.25)
@@ -109,7 +118,8 @@ class AppProcess:
             f"last log lines: {self.log_tail()!r} — check start.ready_path or raise start.start_timeout_s"
         )
 
-    def healthy(self, timeout: float = 2.0) -> bool:
+    def healthy(self, timeout: float = ANSWER_TIMEOUT_S) -> bool:
+        """The process lives and its ready path answers 200; a slow answer is waited for (up to `timeout`)."""
         if self.proc is None or self.proc.poll() is not None:
             return False
         try:
@@ -169,10 +179,12 @@ def sqlite_copy(src: Path | None, dst: Path | None) -> None:
     """Copies a live SQLite database consistently (the backup API), whoever else has it open."""
     if src is None or dst is None or not src.exists():
         raise SandboxError(f"state database {src} is missing; did the app create it at state.path?")
-    source = sqlite3.connect(f"file:{src}?mode=ro", uri=True, timeout=10)
-    target = sqlite3.connect(dst, timeout=10)
+    source = sqlite3.connect(f"file:{src}?mode=ro", uri=True, timeout=ANSWER_TIMEOUT_S)
+    target = sqlite3.connect(dst, timeout=ANSWER_TIMEOUT_S)
     try:
         source.backup(target)
+    except sqlite3.OperationalError as exc:  # locked past the cap by a writer: the environment's, never a verdict
+        raise SandboxError(f"copying the state database {src.name} failed: {exc}") from None
     finally:
         source.close()
         target.close()

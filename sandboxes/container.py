@@ -32,7 +32,7 @@ from string import Template
 from typing import Any
 
 from sandboxes.actions import Action, Shell
-from sandboxes.app_process import SandboxError
+from sandboxes.app_process import ANSWER_TIMEOUT_S, SandboxError
 from sandboxes.docker_images import (
     BASE_IMAGE,
     DockerUnavailable,
@@ -362,7 +362,7 @@ class ContainerApp:
         deadline = time.monotonic() + self.manifest.start.start_timeout_s
         delay = 0.02
         while time.monotonic() < deadline:
-            if _answers(booted, self.manifest.start.ready_path, 1.0):
+            if _answers(booted, self.manifest.start.ready_path, max(1.0, min(ANSWER_TIMEOUT_S, deadline - time.monotonic()))):
                 return
             booted.container.reload()
             if booted.container.status not in ("created", "running"):
@@ -378,7 +378,7 @@ class ContainerApp:
             "start.start_timeout_s or fix the app"
         )
 
-    def healthy(self, timeout: float = 2.0) -> bool:
+    def healthy(self, timeout: float = ANSWER_TIMEOUT_S) -> bool:
         if self._current is None:
             return False
         try:

@@ -98,7 +98,9 @@ class StartSpec(_Strict):
     command: list[str] = Field(min_length=1)
     ready_path: str = "/"
     home_path: str = "/"  # the page the app opens on (a demo in a package subfolder: "/example/index.html")
-    start_timeout_s: float = 30.0
+    # a generous cap: the wait follows the app (its first 200, or its exit at once), and a loaded machine
+    # must start an app slower, not fail it (30 s was met twice by a replica under a CPU hog)
+    start_timeout_s: float = 180.0
     isolation: Literal["process", "container"] = "process"
 
 

@@ -51,12 +51,20 @@ def run_skill(db_path: Path, skill: Skill, args: dict[str, Any]) -> None:
 
 
 def run_sql_skill(db_path: Path, skill: Skill, args: dict[str, Any]) -> None:
+    """A database another process holds locked past the (generous) busy wait is the environment's
+    (SandboxError), never a verdict on the skill."""
+    from sandboxes.app_process import ANSWER_TIMEOUT_S, SandboxError
+
     statements = skill.spec.get("statements", [])
-    con = sqlite3.connect(db_path, timeout=10)
+    con = sqlite3.connect(db_path, timeout=ANSWER_TIMEOUT_S)
     try:
         with con:
             for stmt in statements:
                 con.execute(stmt, args)
+    except sqlite3.OperationalError as exc:
+        if "locked" in str(exc) or "busy" in str(exc):
+            raise SandboxError(f"the app DB stayed locked while skill {skill.name} ran: {exc}") from None
+        raise InjectionError(f"skill {skill.name} failed on the app DB: {exc}") from None
     except sqlite3.Error as exc:
         raise InjectionError(f"skill {skill.name} failed on the app DB: {exc}") from None
     finally:

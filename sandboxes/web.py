@@ -37,7 +37,7 @@ from sandboxes.actions import (
     Type,
     Wait,
 )
-from sandboxes.app_process import AppProcess, SandboxError, free_port, stop_process
+from sandboxes.app_process import ANSWER_TIMEOUT_S, AppProcess, SandboxError, free_port, stop_process
 from sandboxes.device_profiles import DeviceProfile
 from sandboxes.driver import ActionResult, Health, Observation
 from sandboxes.skills import InjectionError, Skill, local_storage_entries, run_skill
@@ -62,12 +62,32 @@ CHROMIUM_ARGS = [
     "HttpsFirstBalancedModeAutoEnable,LensOverlay,MediaRouter,PaintHolding,ThirdPartyStoragePartitioning,"
     "AvoidCorsURLLoaderRestartOnRedirect,OptimizationHints,NetworkTimeServiceQuerying,Translate,RenderDocument",
 ]
+# What Playwright passes to a Chromium it launches (its chromiumSwitches, and the headless ones) and a Chromium
+# started by hand for CDP (SharedBrowser) would miss: without them pages in one browser are backgrounded
+# (timers throttled, frames not drawn), back/forward is served from the cache without a load, and scrollbars
+# take room, so 4 workers behaved unlike 1 (9 of 13 pairs ended sandbox_error under a CPU hog, where 1 worker
+# verified every pair it reached). The same browser for every worker count: verdicts must not depend on it.
+PLAYWRIGHT_SWITCHES = [
+    "--disable-field-trial-config", "--disable-background-timer-throttling", "--disable-backgrounding-occluded-windows",
+    "--disable-back-forward-cache", "--disable-breakpad", "--disable-component-extensions-with-background-pages",
+    "--no-default-browser-check", "--disable-default-apps", "--disable-extensions", "--allow-pre-commit-input",
+    "--disable-hang-monitor", "--disable-ipc-flooding-protection", "--disable-popup-blocking",
+    "--disable-prompt-on-repost", "--disable-renderer-backgrounding", "--force-color-profile=srgb",
+    "--metrics-recording-only", "--password-store=basic", "--use-mock-keychain", "--no-service-autorun",
+    "--disable-search-engine-choice-screen", "--enable-features=CDPScreenshotNewSurface",
+]
+PLAYWRIGHT_HEADLESS_SWITCHES = [
+    "--headless", "--hide-scrollbars", "--mute-audio",
+    "--blink-settings=primaryHoverType=2,availableHoverTypes=2,primaryPointerType=4,availablePointerTypes=4",
+]
 SYSTEM_CHROMIUMS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 BROWSER_FIX = "install one: `sudo apt-get install -y chromium` (Debian/Ubuntu) or `playwright install chromium`"
 # Waits follow the page (requests in flight, navigations loaded, the page's own next frame), never the
 # clock; a missing or hidden element is an error at once. The cap only bounds a page that never settles:
 # generous, so a loaded machine is slower but not wrong; a timeout is retried once, then SandboxTimeout.
 ACTION_TIMEOUT_MS = 30_000
+# Chromium starting, or a Playwright connection to it: ~1 s on a quiet machine; a process that dies fails at once.
+BROWSER_START_TIMEOUT_S = 120.0
 _NEXT_FRAME = "() => new Promise(r => requestAnimationFrame(() => setTimeout(r, 0)))"
 
 
@@ -132,7 +152,7 @@ class BrowserHost:
         self._pw = sync_playwright().start()
         if self.endpoint:
             try:
-                self.browser = self._pw.chromium.connect_over_cdp(self.endpoint)
+                self.browser = self._pw.chromium.connect_over_cdp(self.endpoint, timeout=BROWSER_START_TIMEOUT_S * 1000)
             except Exception as exc:
                 self.close()
                 raise SandboxError(f"cannot reach the shared Chromium at {self.endpoint}: {str(exc).splitlines()[0]}") from None
@@ -144,7 +164,8 @@ class BrowserHost:
             raise SandboxError(f"no Chromium browser found; {BROWSER_FIX}")
         try:
             self.browser = self._pw.chromium.launch(
-                headless=self.headless, executable_path=self.executable, args=CHROMIUM_ARGS
+                headless=self.headless, executable_path=self.executable, args=CHROMIUM_ARGS,
+                timeout=BROWSER_START_TIMEOUT_S * 1000,
             )
         except Exception as exc:  # playwright raises its own Error type
             self.close()
@@ -204,15 +225,14 @@ class SharedBrowser:
         port = free_port()
         self._profile = tempfile.mkdtemp(prefix="flywheel-chromium-")
         args = [executable, f"--remote-debugging-port={port}", "--remote-debugging-address=127.0.0.1",
-                f"--user-data-dir={self._profile}", *CHROMIUM_ARGS, "about:blank"]
-        if self.headless:
-            args.insert(1, "--headless")
+                f"--user-data-dir={self._profile}", *PLAYWRIGHT_SWITCHES,
+                *(PLAYWRIGHT_HEADLESS_SWITCHES if self.headless else []), *CHROMIUM_ARGS, "about:blank"]
         self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         self.endpoint = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + BROWSER_START_TIMEOUT_S  # follows Chromium: its port opens, or it exits
         while time.monotonic() < deadline:
             try:
-                with urllib.request.urlopen(self.endpoint + "/json/version", timeout=1):
+                with urllib.request.urlopen(self.endpoint + "/json/version", timeout=ANSWER_TIMEOUT_S):
                     return self
             except OSError:
                 if self.proc.poll() is not None:
@@ -262,16 +282,23 @@ class WebDriver:
         """Restore the app's state and open its home page. A new browser context per task; episodes of
         the same task may keep the context with its cookies and storage cleared (saves ~130 ms)."""
         if not self.app.healthy():
-            raise SandboxError(f"{self.manifest.name}: the app is not answering at {self.app.base_url}; log: {self.app.log_tail()}")
+            raise SandboxError(self.canonical(f"{self.manifest.name}: the app is not answering at {self.app.base_url} "
+                                              f"(served on a local port); log: {self.app.log_tail()}"))
         self.app.restore()
-        if (new_context or self.context is None or self.page is None or self.page.is_closed()
-                or not self.page.url.startswith(self.app.base_url)):
-            # storage can only be cleared from a page of the app's origin: an episode that ended elsewhere
-            # (a detour's `back` to about:blank, an error page) gets a fresh context instead
-            self._new_context()
-        else:
-            self.context.clear_cookies()
-            self.page.evaluate("() => { try { localStorage.clear(); sessionStorage.clear(); } catch (e) {} }")
+        fresh = [new_context]
+
+        def clean_browser() -> None:
+            if (fresh[0] or self.context is None or self.page is None or self.page.is_closed()
+                    or not self.page.url.startswith(self.app.base_url)):
+                # storage can only be cleared from a page of the app's origin: an episode that ended elsewhere
+                # (a detour's `back` to about:blank, an error page) gets a fresh context instead
+                self._new_context()
+            else:
+                fresh[0] = True  # should clearing time out, the attempt after it starts a new context
+                self.context.clear_cookies()
+                self.page.evaluate("() => { try { localStorage.clear(); sessionStorage.clear(); } catch (e) {} }")
+
+        self._retrying("reset", clean_browser)
         self._inflight = 0
         self._navigating = 0
         self.answer = None
@@ -367,16 +394,19 @@ class WebDriver:
             return self._replay_ui(skill, args)
         if skill.kind == "local_storage":
             entries = local_storage_entries(skill, args)
-            self._ensure_started()  # storage belongs to the app's origin: be on its page first
-            self.page.evaluate("(e) => { for (const [k, v] of Object.entries(e)) localStorage.setItem(k, v); }", entries)
-            self.page.reload()
-            self.settle()
-            return
+
+            def store() -> None:  # idempotent, so a timed-out attempt is simply made again
+                self._ensure_started()  # storage belongs to the app's origin: be on its page first
+                self.page.evaluate("(e) => { for (const [k, v] of Object.entries(e)) localStorage.setItem(k, v); }", entries)
+                self.page.reload()
+                self.settle()
+
+            return self._retrying("inject", store)
         if skill.kind not in ("sql", "python") or self.app.state_path is None:
             raise InjectionError(f"skill kind {skill.kind!r} is not supported for {self.manifest.state.kind} state")
         run_skill(self.app.state_path, skill, args)
         if not self._at_start:
-            self.page.reload()
+            self._retrying("reload after inject", self.page.reload)
 
     def _replay_ui(self, skill: Skill, args: dict[str, Any]) -> None:
         """Set records up through the UI (recorded paths, for apps whose storage no skill can write),
@@ -576,6 +606,9 @@ class WebDriver:
             loc.select_option(label=action.option) if action.option is not None else loc.select_option(value=action.value)
         elif isinstance(action, Check):
             loc.set_checked(action.checked)
+        if isinstance(action, (Type, Select, Check)):
+            # what the input set off (a form an onchange submits, a search as you type) lands before the next step
+            self.settle(after_input=True)
         return ActionResult(ok=True, point=point, sensitive=sensitive)
 
     def _ready(self, loc: Any, target: Target) -> None:
@@ -644,9 +677,13 @@ class WebDriver:
         if self.app.state_path is None:
             raise SandboxError(f"{self.manifest.name}: SQL probe but the sandbox declares no sqlite state")
         self.settle()
-        con = sqlite3.connect(f"file:{self.app.state_path}?mode=ro", uri=True, timeout=10)
+        con = sqlite3.connect(f"file:{self.app.state_path}?mode=ro", uri=True, timeout=ANSWER_TIMEOUT_S)
         try:
             rows = con.execute(probe.query, probe.args).fetchall()
+        except sqlite3.OperationalError as exc:  # held locked by the app past the cap: retried, then the sandbox's
+            if "locked" in str(exc) or "busy" in str(exc):
+                raise SandboxTimeout(f"{self.manifest.name}: the app's database stayed locked: {exc}") from None
+            raise
         finally:
             con.close()
         if probe.shape == "rows":

@@ -19,12 +19,17 @@ def probes(params: dict[str, Any]) -> list[Probe]:
 
 
 def field(record: Any, path: str) -> Any:
-    """A dotted path into nested records ("address.city"); "" is the record itself (a list of plain
-    values); None where it leads nowhere."""
+    """A dotted path into nested records ("address.city", an item of a list by its index: "tags.0"); ""
+    is the record itself (a list of plain values); None where it leads nowhere."""
     if path == "":
         return record
     for part in path.split("."):
-        record = record.get(part) if isinstance(record, dict) else None
+        if isinstance(record, dict):
+            record = record.get(part)
+        elif isinstance(record, list) and part.isdigit() and int(part) < len(record):
+            record = record[int(part)]
+        else:
+            return None
     return record
 
 

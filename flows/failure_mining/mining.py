@@ -20,6 +20,7 @@ the weakness again writes a newer row with the same seed_id, so readers keep the
 from __future__ import annotations
 
 import datetime as dt
+import os
 import re
 import time
 from collections import Counter
@@ -37,7 +38,7 @@ from lake import Lake, utcnow
 from lake.schemas import schema_for
 
 DETECTOR_VERSION = "mining-3"
-BATCH_STEPS = 2_000_000
+BATCH_STEPS = int(os.environ.get("FLYWHEEL_MINING_BATCH_STEPS", "2000000"))  # steps per mine-shard task
 _SAFE = re.compile(r"[^A-Za-z0-9_.=-]+")
 # Per trajectory in `mined.undecidable_json`: each check's undecidable cases, and the steps missing a screen.
 MINED_COUNTS = (*UNDECIDABLE_CHECKS, "missing_ui_tree", "missing_screenshot")

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import os
-import uuid
 from collections import Counter
 from typing import Any
 
@@ -13,9 +12,9 @@ from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
 from flows.engine import task_runner, transient_failure
-from flows.rollout.rollout import RolloutSummary, plan_rollout, render_summary, rollout_batch
+from flows.rollout.rollout import RolloutSummary, plan_or_resume, render_summary, rollout_batch
 from flows.task_synthesis.task_spec import TaskSpec
-from lake import Lake
+from lake import Lake, resume
 from lake.runs import recorded_run
 from sandboxes.manifest import load_manifest
 
@@ -51,18 +50,19 @@ def rollout(
     recheck_every: int = 2,
 ) -> dict:
     lake = Lake(lake_root)
-    run_id = f"rollout-{uuid.uuid4().hex[:12]}"
-    jobs, problems, plan = plan_rollout(lake, sandboxes, tasks, episodes, policy, profile, all_tasks, budget,
-                                        recheck_every)
-    summary = RolloutSummary(errors=problems, plan=plan)
+    work = plan_or_resume(lake, sandboxes, tasks, episodes, policy, profile, all_tasks, budget, recheck_every,
+                          EPISODE_BATCH, noise)  # a killed run of this command: its plan, less what it landed
+    run_id = work.run_id
+    summary = RolloutSummary(errors=work.problems, plan=work.plan, landed_before=work.landed_before,
+                             resumed=run_id if work.claim and work.claim.resumed else None)
     running = {}
-    for folder, items in jobs.items():
-        batches = [items[i:i + EPISODE_BATCH] for i in range(0, len(items), EPISODE_BATCH)]
+    for folder, labelled in work.batches.items():
         if progress:
-            _bars[folder] = progress.add_task(f"{load_manifest(folder).name}: {policy}", total=len(items))
+            _bars[folder] = progress.add_task(f"{load_manifest(folder).name}: {policy}",
+                                              total=sum(len(items) for _, items in labelled))
         running[folder] = rollout_batch_task.map(
-            unmapped(folder), unmapped(lake.uri), unmapped(run_id), unmapped(policy), batches,
-            [str(i) for i in range(len(batches))], unmapped(workers), unmapped(noise), unmapped(profile))
+            unmapped(folder), unmapped(lake.uri), unmapped(run_id), unmapped(policy), [items for _, items in labelled],
+            [label for label, _ in labelled], unmapped(workers), unmapped(noise), unmapped(profile))
     for folder, futures in running.items():
         name, ended = load_manifest(folder).name, Counter()
         for future in futures:
@@ -73,12 +73,15 @@ def rollout(
                 summary.errors.append(f"{name}: a batch of episodes failed: {future.state.message}")
         if ended:
             summary.sandboxes[name] = ended
+    if work.claim:
+        resume.finish(work.claim)  # ended (a failed batch is reported, not resumed): the next run plans anew
     lake.refresh_catalog()
     markdown = render_summary(summary, policy, profile)
     create_markdown_artifact(markdown, key="rollout-summary")
     if summary.sandboxes:
         create_table_artifact([{"sandbox": s, "episodes": sum(c.values()), **dict(c)} for s, c in summary.sandboxes.items()],
                               key="rollout-episodes", description="episodes per sandbox and how they ended")
-    return {"run_id": run_id, "episodes": summary.episodes, "errors": summary.errors,
+    return {"run_id": run_id, "episodes": summary.episodes, "errors": summary.errors, "resumed": summary.resumed,
+            "landed_before": summary.landed_before,
             "ended": {s: dict(c) for s, c in summary.sandboxes.items()}, "markdown": markdown,
             "plan": summary.plan.to_json() if summary.plan else None}

@@ -7,6 +7,7 @@ import hashlib
 import json
 import logging
 import time
+import uuid
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,7 +18,7 @@ from flows.rollout.policies import Policy, get_policy, training_exposure
 from flows.rollout.touch import TouchPolicy
 from flows.task_synthesis.synthesis import stored_skills
 from flows.task_synthesis.task_spec import TaskSpec
-from lake import Lake, utcnow
+from lake import Lake, resume, utcnow
 from sandboxes.actions import Terminate
 from sandboxes.app_process import SandboxError
 from sandboxes.manifest import SandboxManifest, load_manifest
@@ -43,6 +44,8 @@ class RolloutSummary:
     sandboxes: dict[str, Counter] = field(default_factory=dict)  # sandbox -> ended kind counts
     errors: list[str] = field(default_factory=list)
     plan: RolloutPlan | None = None  # how the curriculum's pools chose the tasks (None with --all or --tasks)
+    resumed: str | None = None  # the run id of a killed run whose plan this run finished
+    landed_before: int = 0  # episodes that killed run had landed (not run again)
 
     @property
     def episodes(self) -> int:
@@ -172,6 +175,68 @@ def plan_rollout(lake: Lake, sandboxes: list[str] | None, task_ids: list[str] | 
     return jobs, problems + [str(p) for p in missing], plan
 
 
+@dataclass
+class RolloutJobs:
+    """What a rollout run does: its run id, and per sandbox folder its batches of (task, episode) jobs by label."""
+    run_id: str
+    batches: dict[str, list[tuple[str, list[tuple[TaskSpec, int]]]]]
+    problems: list[str]
+    plan: RolloutPlan | None
+    claim: resume.Claim | None = None  # the kept plan: `resume.finish` it when the run ends
+    landed_before: int = 0
+
+
+def plan_or_resume(lake: Lake, sandboxes: list[str] | None, task_ids: list[str] | None, episodes: int,
+                   policy_name: str, profile: str | None, all_tasks: bool, budget: int | None, recheck_every: int,
+                   batch_size: int, noise: str | None = None) -> RolloutJobs:
+    """A new rollout's batches, kept (lake/resume.py) until it ends; or, when the same command was killed before
+    it ended, that run's own plan with the batches it had landed left out. The pools would choose again
+    differently (the killed run's episodes count as a rollout of their tasks), so the plan is kept, not redone;
+    the rest runs under the killed run's id and batch labels, so a batch it half landed (steps, no
+    trajectories) replaces its own rows."""
+    key = json.dumps({"policy": policy_name, "sandboxes": sorted(sandboxes or []), "tasks": sorted(task_ids or []),
+                      "episodes": episodes, "profile": profile, "all": all_tasks, "budget": budget,
+                      "recheck_every": recheck_every, "noise": noise}, sort_keys=True)
+    claim = resume.adopt(lake, "rollout", key)
+    if claim is not None:
+        return _resumed(lake, claim)
+    run_id = f"rollout-{uuid.uuid4().hex[:12]}"
+    jobs, problems, plan = plan_rollout(lake, sandboxes, task_ids, episodes, policy_name, profile, all_tasks, budget,
+                                        recheck_every)
+    batches = {folder: [(str(i // batch_size), items[i:i + batch_size]) for i in range(0, len(items), batch_size)]
+               for folder, items in jobs.items()}
+    kept = {"run_id": run_id, "problems": problems, "plan": plan.to_json() if plan else None,
+            "batches": {folder: [[label, [[t.task_id, t.version, e] for t, e in items]] for label, items in labelled]
+                        for folder, labelled in batches.items()}}
+    claim = resume.keep(lake, "rollout", key, kept) if batches else None
+    return RolloutJobs(run_id, batches, problems, plan, claim)
+
+
+def _resumed(lake: Lake, claim: resume.Claim) -> RolloutJobs:
+    kept = claim.plan
+    ids = sorted({job[0] for labelled in kept["batches"].values() for _, items in labelled for job in items})
+    specs = {(t.task_id, t.version): t for t in load_verified_tasks(lake, None, ids)}
+    landed = {(r["task_id"], r["episode"]) for r in lake.query(
+        "SELECT task_id, episode FROM trajectories WHERE run_id = ?", [kept["run_id"]])} if lake.files("trajectories") else set()
+    problems, batches, before = list(kept["problems"]), {}, 0
+    for folder, labelled in kept["batches"].items():
+        for label, items in labelled:
+            if all((task_id, e) in landed for task_id, _, e in items):  # a batch's trajectories land in one commit
+                before += len(items)
+                continue
+            gone = [task_id for task_id, version, _ in items if (task_id, version) not in specs]
+            problems += [f"task {t} is no longer verified; its episodes of the resumed run are skipped" for t in sorted(set(gone))]
+            left = [(specs[(task_id, version)], e) for task_id, version, e in items if (task_id, version) in specs]
+            if left:
+                batches.setdefault(folder, []).append((label, left))
+    log.info("resuming killed rollout %s: %d episodes had landed, %d batches left", kept["run_id"], before,
+             sum(len(b) for b in batches.values()))
+    plan = kept["plan"]
+    plan = RolloutPlan([], {s: Counter(c) for s, c in plan["chosen"].items()},
+                       {s: Counter(c) for s, c in plan["left_out"].items()}) if plan else None
+    return RolloutJobs(kept["run_id"], batches, problems, plan, claim, landed_before=before)
+
+
 def rollout_batch(lake: Lake, run_id: str, policy_name: str, manifest: SandboxManifest, jobs: list[tuple[TaskSpec, int]],
                   batch: int | str, workers: int = 1, noise: str | None = None, profile: str | None = None,
                   on_result: Any = None) -> Counter:
@@ -242,5 +307,8 @@ def render_summary(summary: RolloutSummary, policy: str, profile: str | None = N
         chosen = ", ".join(f"{k} {v}" for k, v in sorted(plan.chosen.get(s, {}).items())) if plan else "all (--all)"
         left = ", ".join(f"{k} {v}" for k, v in sorted(plan.left_out.get(s, {}).items())) if plan else "-"
         lines.append(f"| {s} | {sum(c.values())} | {', '.join(f'{k} {v}' for k, v in c.most_common())} | {chosen} | {left or '-'} |")
+    if summary.resumed:
+        lines.append(f"- resumed the killed run {summary.resumed}: {summary.landed_before} of its episodes had landed "
+                     "and were not run again")
     lines += [f"- problem: {e}" for e in summary.errors]
     return "\n".join(lines)

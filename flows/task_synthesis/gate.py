@@ -36,7 +36,7 @@ REASONS = (
     "probe_error",
     "bad_verifier",
     "bad_reference",
-    "timeout",
+    "timeout",  # older rows only: a replay over its time limit is now sandbox_error (load is no verdict)
     "sandbox_error",
     "unsafe_code",  # generated code (a code verifier, a python skill) tried something forbidden or ran out of memory
     "code_timeout",  # generated code did not finish in time
@@ -105,17 +105,19 @@ class _Rejected(Exception):
 
 
 class ValidationGate:
-    """`time_limit_s` bounds each replay (a runaway reference), generously: under load a replay is slower,
-    and a verdict must not depend on load. `counterfactuals` runs the near-miss replays."""
+    """`time_limit_s` bounds each replay, generously; since each action is bounded (by the driver's cap, a wait
+    by its schema), only a slow machine meets it: that is `sandbox_error`, never a verdict. `counterfactuals` runs the near-miss replays, `check_injection`
+    the injected stage (both off: the gate as it was before them, for cost baselines)."""
 
     def __init__(self, driver: Driver, skills: dict[str, Skill], repeats: int = 1, truncate: int = 1,
-                 time_limit_s: float = 300.0, counterfactuals: bool = True) -> None:
+                 time_limit_s: float = 300.0, counterfactuals: bool = True, check_injection: bool = True) -> None:
         self.driver = driver
         self.skills = skills
         self.repeats = repeats
         self.truncate = truncate
         self.time_limit_s = time_limit_s
         self.counterfactuals = counterfactuals
+        self.check_injection = check_injection
 
     def validate(self, spec: TaskSpec) -> GateResult:
         """The gate's verdict; a pair whose sandbox failed under it (twice-timed-out pages, a dead app) is
@@ -142,7 +144,8 @@ class ValidationGate:
                 raise _Rejected("bad_reference", "empty reference solution")
             cut = max(0, len(actions) - self.truncate) if self.truncate else None
 
-            ref_run = self._episode(spec, probes, actions, checks, "reference", check_injection=True, observe_after=cut)
+            ref_run = self._episode(spec, probes, actions, checks, "reference", check_injection=self.check_injection,
+                                    observe_after=cut)
             initial, final = ref_run.initial, ref_run.final
             first = self._judge(template, params, initial, initial, "initial", expected=False)
             checks.insert(sum(c.check == "injected" for c in checks), first)  # after the injection check
@@ -286,8 +289,9 @@ class ValidationGate:
         return run
 
     def _act(self, action, i: int, label: str, allow_errors: bool, checks: list[Check], start: float) -> None:
-        if time.monotonic() > self._deadline:
-            raise _Rejected("timeout", f"the {label} replay exceeded {self.time_limit_s:.0f}s")
+        if time.monotonic() > self._deadline:  # every action is bounded, so only a slow machine or app gets here
+            raise _Rejected("sandbox_error", f"the {label} replay exceeded {self.time_limit_s:.0f}s; the machine or the "
+                                             "app is too slow for this reference (a verdict must not depend on load)")
         try:
             result = self.driver.act(action)
         except SandboxError as exc:  # the sandbox timed out or died: never a verdict on the task

@@ -3,6 +3,7 @@ land tasks, skills and validation runs in the lake. The Prefect flow only wires 
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections import Counter
 from dataclasses import dataclass, field
@@ -126,8 +127,16 @@ def gate_batch(
     gated = SandboxPool(manifest, workers).map(
         lambda driver, spec: ValidationGate(driver, skills).validate(spec), specs, on_result=on_result)
     results = list(zip(specs, gated))
-    land(lake, run_id, manifest.name, agent_name, [], results, batch=f"{manifest.name}-{batch}")
+    land(lake, run_id, manifest.name, agent_name, [], results, **gate_key(manifest.name, specs))
     return results
+
+
+def gate_key(sandbox: str, specs: list[TaskSpec]) -> dict[str, str]:
+    """The key a gate batch lands under: its candidates, not the run. A run killed between the checks' commit and
+    the pairs' leaves the batch's ids unknown, so the rerun gates the same batch again (whole batches land, so
+    what is left cuts into the same batches) and replaces those checks instead of adding a second set."""
+    ids = hashlib.sha256("|".join(sorted(spec.task_id for spec in specs)).encode()).hexdigest()[:16]
+    return {"batch": f"{sandbox}-{ids}", "key_run": "gate"}
 
 
 def count_gated(summary: SandboxSummary, results: list[tuple[TaskSpec, GateResult]]) -> None:
@@ -166,11 +175,12 @@ def synthesize_sandbox(
 
 
 def land(lake: Lake, run_id: str, sandbox: str, agent: str, skills: list[Skill], results: list[tuple[TaskSpec, GateResult]],
-         batch: str | None = None) -> None:
+         batch: str | None = None, key_run: str | None = None) -> None:
     """Store gated candidates (verified and rejected), their new skills and the gate's checks as the rows of
     (run, batch) (default: the sandbox); shared by every writer of tasks (synthesis, reverse synthesis from
-    exploration). Results with the same content identity land once (the first)."""
-    batch = batch or sandbox
+    exploration). Results with the same content identity land once (the first). `key_run` replaces the run in
+    the rows' key (the rows still name `run_id`): another run's write of the same key replaces them."""
+    batch, key = batch or sandbox, key_run or run_id
     now = utcnow()
     firsts = {id(spec) for spec in dedupe([spec for spec, _ in results])}
     results = [(spec, r) for spec, r in results if id(spec) in firsts]
@@ -184,14 +194,14 @@ def land(lake: Lake, run_id: str, sandbox: str, agent: str, skills: list[Skill],
             }
             for s in skills
         ],
-        run_id,
+        key,
         batch,
     )
     # the gate's checks before the pairs: a known task id is never gated again, so a run killed between the
     # two commits must not leave a pair without its checks
-    lake.write("validation_runs", validation_rows(results, run_id, sandbox, now), run_id, batch)
+    lake.write("validation_runs", validation_rows(results, run_id, sandbox, now), key, batch)
     lake.write(
-        "tasks", [spec.to_row(r.status, r.reason, r.detail, run_id, now) for spec, r in results], run_id, batch
+        "tasks", [spec.to_row(r.status, r.reason, r.detail, run_id, now) for spec, r in results], key, batch
     )
 
 

@@ -319,6 +319,10 @@ class FakeDevice:
         self.foreground_app: str | None = None
         self.dialog: str | None = None  # "Application Error" | "Application Not Responding"
         self.busy_dumps = 0  # this many `uiautomator dump` calls fail as on a screen that never idles
+        # after input (or an activity start) the screen slides in from the right over this many dumps: each
+        # shows every view further right than the next, the last one where it stays (taps hit that one)
+        self.animation_dumps = 0
+        self.frames_left = 0
         self.lock = threading.Lock()
         if app_source is not None:
             self.install(SimulatedNotesApp(app_source, self.root / "data" / "data" / SimulatedNotesApp.package, size))
@@ -347,6 +351,8 @@ class FakeDevice:
             handler = getattr(self, "_cmd_" + argv[0].replace("-", "_"), None)
             if handler is None:
                 return b"", f"/system/bin/sh: {argv[0]}: inaccessible or not found\n".encode(), 127
+            if argv[0] in ("input", "monkey") or argv[:2] == ["am", "start"]:
+                self.frames_left = self.animation_dumps
             out = handler(argv[1:], stdin)
             if isinstance(out, tuple):
                 return out
@@ -388,12 +394,14 @@ class FakeDevice:
             self.busy_dumps -= 1
             return b"ERROR: could not get idle state.\n", b"", 0
         target = args[1] if len(args) > 1 else "/sdcard/window_dump.xml"
-        xml = self.hierarchy_xml()
+        xml = self.hierarchy_xml(shift=self.frames_left * self.size[0] // 4)
+        self.frames_left = max(0, self.frames_left - 1)
         if target == "/dev/tty":
             return xml + "UI hierchary dumped to: /dev/tty\n"
         return f"UI hierchary dumped to: {target}\n"
 
-    def hierarchy_xml(self) -> str:
+    def hierarchy_xml(self, shift: int = 0) -> str:
+        """What `uiautomator dump` prints; `shift` moves every view right by that many pixels (mid-animation)."""
         app = self._app()
         package = app.package if app is not None and app.running and not self.dialog else "com.android.launcher3"
         root = app.render() if app is not None and app.running and not self.dialog else View("android.widget.FrameLayout", bounds=(0, 0, *self.size))
@@ -404,6 +412,7 @@ class FakeDevice:
 
         def emit(v: View, index: int) -> None:
             x1, y1, x2, y2 = v.bounds
+            x1, x2 = x1 + shift, x2 + shift
             rid = f"{package}:id/{v.id}" if v.id else ""
             attrs = (
                 f'index="{index}" text={quoteattr(v.text)} resource-id="{rid}" class="{v.cls}" package="{package}" '

@@ -25,7 +25,6 @@ def flywheel(prefect_harness, tmp_path_factory):
     devices = [FakeDevice("emulator-5554", app_source=NOTES), FakeDevice("emulator-5556", app_source=NOTES)]
     with FakeAdbServer(devices) as adb, pytest.MonkeyPatch.context() as env:
         env.setenv("FLYWHEEL_ADB_PORT", str(adb.port))  # the manifest's adb server, overridden
-        env.setenv("FLYWHEEL_ANDROID_SETTLE_S", "0")
         env.delenv("FLYWHEEL_ADB_SERIALS", raising=False)
         root = tmp_path_factory.mktemp("android") / "lake"
         synth = synthesize_tasks(sandboxes=["notes-android"], count=10, seed=1, lake_root=str(root), workers=2)

@@ -205,6 +205,65 @@ def test_a_document_state_is_checked_leaf_by_leaf():
     assert by["delete"].verifier["params"]["where"] == {"object.c": None}
 
 
+COLOUR = {"hex": "#194D33", "rgba": {"r": 25, "g": 77, "b": 51, "a": 1}, "hsl": {"h": 150, "s": 0.5, "l": 0.2, "a": 1}}
+
+
+def _colour_typed(hex_: str, r: int, g: int, b: int, h: int) -> Transition:
+    box = field(label="hex", target={"label": "hex"}, value="#194D33")
+    after = {"hex": hex_, "rgba": {"r": r, "g": g, "b": b, "a": 1}, "hsl": {"h": h, "s": 0.3, "l": 0.4, "a": 1}}
+    return Transition("enter", [{"action": "goto", "url": "/"}], [{"action": "type", "target": box.target, "text": hex_, "clear": True},
+                      {"action": "key", "keys": ["Enter"]}], StateDiff(manifest=(COLOUR, after)), [Slot(0, box, hex_)], heading="Sketch")
+
+
+def test_a_document_value_typed_is_checked_by_the_leaf_that_took_it_and_its_variants_by_their_own():
+    (fam,), _ = families_from(_walk([_colour_typed("#1A2B3C", 26, 43, 60, 210)]), "picker.colors")
+    assert fam.name == "update" and fam.verifier["params"]["where"] == {"hex": "#1A2B3C"}  # not the rgb / hsl it implies
+    assert instance(fam, random.Random(0), fresh=False).request == "Set “hex” to “#1A2B3C” in “Sketch”."
+    other = instance(fam, random.Random(3), fresh=True)
+    typed = other.reference[1]["text"]
+    assert typed != "#1A2B3C" and other.verifier["params"]["where"] == {"hex": typed} and quote_in(typed, other.request)
+
+
+def test_a_press_that_sets_the_value_its_control_names_is_a_select_over_the_options_beside_it():
+    from flows.task_synthesis.discovery.page_scan import PageScan
+
+    after = {"hex": "#F44336", "rgba": {"r": 244, "g": 67, "b": 54, "a": 1}, "hsl": {"h": 4, "s": 0.9, "l": 0.6, "a": 1}}
+    press = Transition("page_button", [{"action": "goto", "url": "/"}],
+                       [{"action": "left_click", "target": {"role": "button", "name": "Color:#F44336"}}],
+                       StateDiff(manifest=(COLOUR, after)), button="Color:#F44336")
+    swatches = [{"name": f"Color:{c}", "target": {"role": "button", "name": f"Color:{c}"}} for c in ("#F44336", "#E91E63", "#9C27B0")]
+    walk = _walk([press])
+    walk.scans["/"] = PageScan("/", "", [], [], swatches + [{"name": "Help", "target": {"role": "button", "name": "Help"}}], [], [], [])
+    (fam,), _ = families_from(walk, "picker.colors")
+    assert fam.name == "select" and fam.verifier["params"]["where"] == {"hex": "#F44336"}
+    assert [o["value"] for o in fam.extra["options"]] == ["#E91E63", "#9C27B0"]
+    assert instance(fam, random.Random(0), fresh=False).request == "Choose “#F44336”."
+    other = instance(fam, random.Random(1), fresh=True)
+    picked = other.verifier["params"]["where"]["hex"]
+    assert picked in ("#E91E63", "#9C27B0") and other.reference[-1]["target"]["name"] == f"Color:{picked}"
+    assert other.request == f"Choose “{picked}”."
+
+
+def test_steps_on_one_document_chain_only_by_what_their_replay_did():
+    from flows.task_synthesis.discovery.families import chain_on_document, observed_chain
+
+    nxt = Transition("page_button", [{"action": "goto", "url": "/"}], [{"action": "left_click", "target": {"role": "link", "name": "Next"}}],
+                     StateDiff(manifest=({"step": 0}, {"step": 1})), button="Next")
+    (fam,), _ = families_from(_walk([nxt]), "wizard.state")
+    one = instance(fam, random.Random(0), fresh=False)
+    assert chain(one, one) is None  # both check `step`: all_of(step 1, step 1) says nothing of the second press
+    twice = chain_on_document(one, one)
+    assert twice.reference == one.reference + one.reference[1:]  # the second press stays on the page
+    made = observed_chain(twice, {"step": 0}, {"step": 2}, [one.verifier])
+    assert made.verifier["params"]["where"] == {"step": 2}
+    assert observed_chain(twice, {"step": 0}, {"step": 1}, [one.verifier]) is None  # the second press did nothing
+    (colour,), _ = families_from(_walk([_colour_typed("#1A2B3C", 26, 43, 60, 210)]), "picker.colors")
+    typed = instance(colour, random.Random(0), fresh=False)
+    assert chain_on_document(typed, typed) is None  # one value twice
+    typed_twice = chain_on_document(typed, one)
+    assert observed_chain(typed_twice, COLOUR, {"hex": "#FFFFFF"}, []) is None
+
+
 # ---- the live walk on a third-party app ---------------------------------------------------------------------
 @pytest.mark.browser
 @pytest.mark.slow
@@ -298,3 +357,52 @@ def test_the_flask_reader_reads_factories_blueprints_logins_and_sqlalchemy_model
     assert [(o.verb, o.table, o.columns) for o in routes["/posts/new"].writes()] == [("insert", "posts", ["title", "body"])]
     assert [(o.verb, o.table) for o in routes["/posts/<int:id>/delete"].writes()] == [("delete", "posts")]
     assert [(o.verb, o.table, o.columns) for o in routes["/posts/<int:id>/edit"].writes()] == [("update", "posts", ["title"])]
+
+
+def test_values_an_app_makes_up_per_load_are_named_by_no_task():
+    from flows.task_synthesis.discovery.agent import names_per_load, per_load
+
+    first = [{"id": 0, "status": "on-hold", "title": "Synergize web-enabled portals"}, {"id": 1, "status": "approved", "title": "Mesh lean users"}]
+    second = [{"id": 0, "status": "approved", "title": "Drive viral channels"}, {"id": 1, "status": "on-hold", "title": "Seize scalable models"}]
+    made_up = per_load(first, second)
+    assert "mesh lean users" in made_up and "approved" not in made_up  # a status both loads have is not made up
+    (fam,), _ = families_from(_walk([_colour_typed("#1A2B3C", 26, 43, 60, 210)]), "picker.colors")
+    inst = instance(fam, random.Random(0), fresh=False)
+    assert not names_per_load(inst, made_up)
+    inst.request = "Move “Mesh lean users” to “approved”."
+    assert names_per_load(inst, made_up)
+
+
+def test_a_step_on_one_record_of_a_document_is_done_on_the_others_and_checked_by_what_each_replay_did():
+    from flows.task_synthesis.discovery.families import observed_on_record, on_other_record
+    from flows.task_synthesis.discovery.page_scan import PageScan
+
+    doc = {"array": [1, 2, 3], "number": 123, "string": "Hello World"}
+    menu = {"role": "button", "name": "Open the actions menu"}
+    rows = [{"role": "button", "name": menu["name"], "item": item, "target": menu | ({"nth": i} if i else {})}
+            for i, item in enumerate(["array[3]", "number:123", "string:Hello World"])]
+    remove = Transition("item", [{"action": "goto", "url": "/"}],
+                        [{"action": "left_click", "target": rows[2]["target"]}, {"action": "left_click", "target": {"role": "button", "name": "Remove"}}],
+                        StateDiff(manifest=(doc, {k: v for k, v in doc.items() if k != "string"})), item="string:Hello World",
+                        control={"role": "button", "name": "Remove"})
+    walk = _walk([remove])
+    walk.scans["/"] = PageScan("/", "", [], rows, [], [], [], [])
+    (fam,), _ = families_from(walk, "editor.get()")
+    assert fam.name == "delete" and fam.verifier["params"]["where"] == {"string": None}
+    assert [r["item"] for r in fam.extra["records"]] == ["array[3]", "number:123"]
+    other = on_other_record(fam, fam.extra["records"][0])
+    assert other.reference[1]["target"] == rows[0]["target"] and other.request == "Remove “array[3]”."
+    made = observed_on_record(other, doc, {k: v for k, v in doc.items() if k != "array"})
+    assert made.verifier["params"]["where"] == {"array": None}  # the whole list is gone, not its items
+    assert observed_on_record(other, doc, doc | {"number": 5}) is None  # not a removal: not this family's task
+
+
+def test_a_number_typed_into_a_document_is_checked_as_typed_so_its_variants_check_their_own():
+    box = field(label="r", target={"label": "r"}, value="25")
+    after = {"hex": "#5E4D33", "rgba": {"r": 94, "g": 77, "b": 51, "a": 1}, "hsl": {"h": 36, "s": 0.3, "l": 0.28, "a": 1}}
+    t = Transition("enter", [{"action": "goto", "url": "/"}], [{"action": "type", "target": box.target, "text": "94", "clear": True},
+                   {"action": "key", "keys": ["Enter"]}], StateDiff(manifest=(COLOUR, after)), [Slot(0, box, "94")])
+    (fam,), _ = families_from(_walk([t]), "picker.colors")
+    assert fam.verifier["params"]["where"] == {"rgba.r": "94"}
+    other = instance(fam, random.Random(5), fresh=True)
+    assert other.verifier["params"]["where"] == {"rgba.r": other.reference[1]["text"]} != {"rgba.r": "94"}

@@ -175,3 +175,37 @@ def test_a_generated_verifier_that_misbehaves_abstains_and_is_never_held_against
     assert alone["verdict"] == "env_error" and "verifier_error" in alone["reason"]
     with_judges = judge_trajectory(traj, task, llm_votes=[{"voter": "llm:m", "vote": "pass", "reason": "done"}])
     assert with_judges["verdict"] == "pass" and with_judges["agreement"] == 1.0
+
+
+def test_a_batch_killed_between_its_steps_and_its_trajectories_leaves_no_trajectory_and_reruns_once(rolled, tmp_path):
+    """rollout_batch lands the steps, then the trajectories rows that readers start from: a run killed between
+    the two commits leaves no trajectory without its steps, and the batch run again replaces those steps."""
+    import shutil
+
+    from flows.rollout.rollout import rollout_batch
+    from sandboxes.manifest import load_manifest
+    from sandboxes.registry import select
+
+    shutil.copytree(rolled[0].root, tmp_path / "lake")
+    lake = Lake(tmp_path / "lake")
+    task = load_verified_tasks(lake, ["shop"], None)[0]
+    manifest = load_manifest(select(["shop"])[0][0].folder)
+
+    class Killed(BaseException):
+        pass
+
+    class KilledBeforeTrajectories(Lake):
+        def write(self, table, *args, **kwargs):
+            if table == "trajectories":
+                raise Killed
+            return super().write(table, *args, **kwargs)
+
+    def ours(table):
+        return lake.query(f"SELECT count(*) AS n FROM {table} WHERE run_id = 'r-order'")[0]["n"]
+
+    with pytest.raises(Killed):
+        rollout_batch(KilledBeforeTrajectories(lake.root), "r-order", "replay", manifest, [(task, 0)], "0")
+    assert ours("trajectories") == 0 and ours("steps") > 0
+    rollout_batch(lake, "r-order", "replay", manifest, [(task, 0)], "0")
+    row = lake.query("SELECT num_steps FROM trajectories WHERE run_id = 'r-order'")
+    assert len(row) == 1 and ours("steps") == row[0]["num_steps"]  # the killed run's steps replaced, not doubled

@@ -29,7 +29,6 @@ def adb(monkeypatch):
     devices = [FakeDevice("emulator-5554", app_source=NOTES), FakeDevice("emulator-5556", app_source=NOTES)]
     with FakeAdbServer(devices) as server:
         monkeypatch.setenv("FLYWHEEL_ADB_PORT", str(server.port))
-        monkeypatch.setenv("FLYWHEEL_ANDROID_SETTLE_S", "0")  # the fake answers when the UI is already idle
         monkeypatch.delenv("FLYWHEEL_ADB_SERIALS", raising=False)
         yield server
 
@@ -47,9 +46,13 @@ def driver(adb, manifest):
     d.close()
 
 
-def sent(adb: FakeAdbServer, serial: str, since: int) -> list[str]:
-    """Device service requests (shell, exec) sent to one device after a point in the record."""
-    return [r for s, r in adb.requests[since:] if s == serial and not r.startswith("host")]
+DUMP = "shell,v2:uiautomator dump /dev/tty"
+
+
+def sent(adb: FakeAdbServer, serial: str, since: int, dumps: bool = False) -> list[str]:
+    """Device service requests (shell, exec) sent to one device after a point in the record; without the
+    hierarchy dumps unless `dumps` (the driver dumps after every input until the screen is still)."""
+    return [r for s, r in adb.requests[since:] if s == serial and not r.startswith("host") and (dumps or r != DUMP)]
 
 
 def act(driver: AndroidDriver, *actions: dict):
@@ -76,7 +79,7 @@ def test_opening_leases_a_device_measures_it_and_snapshots_a_fresh_install(adb, 
 def test_observe_sends_dumpsys_uiautomator_and_screencap_and_parses_them(adb, driver):
     mark = len(adb.requests)
     obs = driver.observe()
-    assert sent(adb, driver.serial, mark) == ["shell,v2:dumpsys window", "shell,v2:uiautomator dump /dev/tty", "exec:screencap -p"]
+    assert sent(adb, driver.serial, mark, dumps=True) == ["shell,v2:dumpsys window", DUMP, "exec:screencap -p"]
     assert obs.url == f"android-app://{PKG}/.NotesListActivity" and obs.title == "NotesListActivity"
     assert obs.screen_size == (1080, 2340)
     assert obs.screenshot[:8] == b"\x89PNG\r\n\x1a\n" and struct.unpack(">II", obs.screenshot[16:24]) == (1080, 2340)
@@ -370,13 +373,37 @@ def test_a_busy_screen_is_dumped_again_and_a_screen_that_never_idles_is_an_error
     adb.devices[driver.serial].busy_dumps = 2
     mark = len(adb.requests)
     assert '- button "New note"' in driver.observe(screenshot=False).ui_tree
-    assert sent(adb, driver.serial, mark).count("shell,v2:uiautomator dump /dev/tty") == 3
+    assert sent(adb, driver.serial, mark, dumps=True).count(DUMP) == 3
     adb.devices[driver.serial].busy_dumps = 3
     with pytest.raises(SandboxError, match="could not get idle state"):
         driver.observe(screenshot=False)
     adb.devices[driver.serial].busy_dumps = 3
     (tap,) = act(driver, {"action": "left_click", "target": {"role": "button", "name": "New note"}})
     assert not tap.ok and "could not get idle state" in tap.error
+
+
+def test_after_input_the_driver_waits_until_the_screen_holds_still_not_for_a_time(adb, driver):
+    """The fake screen slides in over 4 dumps after each input; typing into a field found mid-slide would tap
+    where the field is not yet (the note would keep no title). Two equal dumps in a row end the wait."""
+    device = adb.devices[driver.serial]
+    device.animation_dumps = 4
+    mark = len(adb.requests)
+    results = act(
+        driver,
+        {"action": "left_click", "target": {"role": "button", "name": "New note"}},
+        {"action": "type", "target": {"label": "Title"}, "text": "Slid in"},
+        {"action": "left_click", "target": {"role": "button", "name": "Save note"}},
+    )
+    assert all(r.ok for r in results), results
+    row = driver.probe(Probe("row", "sql", "SELECT title FROM notes ORDER BY id DESC LIMIT 1", (), "rows"))
+    assert row == [["Slid in"]]
+    # the lookup of New note, its tap, then the 4 moving dumps and the 2 still ones
+    assert sent(adb, driver.serial, mark, dumps=True)[:8] == [DUMP, "shell,v2:input tap 540 324"] + [DUMP] * 6
+    # a screen that never holds still is taken as it is after the bound, and the action stands
+    device.animation_dumps = 10**6
+    mark = len(adb.requests)
+    (tap,) = act(driver, {"action": "tap", "x": 500, "y": 60})
+    assert tap.ok and sent(adb, driver.serial, mark, dumps=True).count(DUMP) == driver.settle_dumps
 
 
 def test_the_app_leaving_the_screen_is_unhealthy_unless_the_policy_left_it(adb, driver):
@@ -462,4 +489,6 @@ def test_a_vanished_adb_server_is_an_error_and_no_local_server_is_started(adb, d
 def test_each_command_is_one_connection_to_the_server_by_transport_id(adb, driver):
     mark = len(adb.requests)
     act(driver, {"action": "tap", "x": 500, "y": 500})
-    assert [r for _, r in adb.requests[mark:]] == ["host:transport-id:1", "shell,v2:input tap 540 1170"]
+    # the tap, then the two hierarchy dumps that find the screen still
+    assert [r for _, r in adb.requests[mark:]] == ["host:transport-id:1", "shell,v2:input tap 540 1170"] + [
+        "host:transport-id:1", DUMP] * 2

@@ -46,3 +46,77 @@ def test_a_page_that_never_settles_is_a_sandbox_timeout_and_an_env_error(shop_ap
     episode = run_episode(driver, lake, task, {}, get_policy("replay", None, lambda name: None), 0, "r")
     assert episode.trajectory["ended"] == "env_error" and "timed out twice" in episode.trajectory["end_detail"]
     driver.close()
+
+
+ONCHANGE_SERVER = """
+import http.server, sys, time
+PAGES = {
+    # choosing a size fetches the next step's screen and shows it, as many apps do; there the next step acts
+    "/": '<label for="size">Size</label> <select id="size" onchange="fetch(\\'/next\\').then(r => r.text())'
+         '.then(t => { document.body.innerHTML = t; })"><option>S</option><option>M</option></select>',
+    "/next": '<button style="position: fixed; inset: 0" onclick="document.title = \\'confirmed\\'">Confirm</button>',
+}
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        if self.path == "/next":
+            time.sleep(1)  # a slow answer: the next step must wait for it, however long it takes
+        body = PAGES.get(self.path, "").encode()
+        self.send_response(200 if body else 404); self.send_header("Content-Type", "text/html"); self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *a): pass
+http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
+"""
+
+
+def test_what_a_select_sets_off_lands_before_the_next_step(tmp_path, browser_host):
+    """A select whose onchange fetches the next screen: the next step, a click at a point as a policy makes it,
+    lands on that screen (a button filling it), because the driver waits for the request the input started
+    (not for a time, and not for nothing; Playwright itself waits only for navigations)."""
+    from sandboxes.app_process import AppProcess
+    from sandboxes.manifest import load_manifest
+
+    (tmp_path / "server.py").write_text(ONCHANGE_SERVER)
+    (tmp_path / "sandbox.toml").write_text('[sandbox]\nname = "onchange"\nkind = "web"\n[start]\n'
+                                           'command = ["{python}", "server.py", "{port}"]\n[state]\nkind = "files"\n')
+    with AppProcess(load_manifest(tmp_path)) as app:
+        driver = WebDriver(app, browser_host)
+        driver.reset()
+        pick, confirm = parse_actions([
+            {"action": "select", "target": {"label": "Size"}, "option": "M"},
+            {"action": "left_click", "x": 500, "y": 500},
+        ])
+        assert driver.act(pick).ok
+        result = driver.act(confirm)
+        assert result.ok, result.error
+        obs = driver.observe(screenshot=False)
+        assert obs.url == "http://onchange.local/" and obs.title == "confirmed"
+        driver.close()
+
+
+PAGE_TRAITS = """async () => {
+  document.body.innerHTML = '<div style="height: 3000px">tall</div>';
+  const frame = await new Promise(r => { requestAnimationFrame(() => r(true)); setTimeout(() => r(false), 5000); });
+  return {scrollbar: innerWidth - document.documentElement.clientWidth, hover: matchMedia('(hover: hover)').matches,
+          visible: document.visibilityState, frame};
+}"""
+
+
+def test_the_shared_browser_of_many_workers_shows_pages_as_the_launched_one_of_one_worker(browser_host):
+    """One worker drives a Chromium Playwright launched; several share one started for CDP. A page must look
+    and run alike in both (no scrollbar taking room, frames drawn in a page that is not the newest), or the
+    worker count would change what a step hits and whether a wait ends."""
+    from sandboxes.web import BrowserHost, SharedBrowser
+    from tests.conftest import in_own_thread
+
+    def traits(browser) -> list[dict]:
+        first, second = (browser.new_context().new_page() for _ in range(2))  # the first is no longer the newest
+        return [first.evaluate(PAGE_TRAITS), second.evaluate(PAGE_TRAITS)]
+
+    launched = traits(browser_host.browser)
+
+    def shared_traits() -> list[dict]:
+        with SharedBrowser() as shared, BrowserHost(endpoint=shared.endpoint) as host:
+            return traits(host.browser)
+
+    assert in_own_thread(shared_traits) == launched
+    assert launched[0]["frame"] and launched[0]["scrollbar"] == 0

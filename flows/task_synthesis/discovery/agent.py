@@ -4,7 +4,10 @@ and, where it found little, which step came up empty and what the manifest could
 
 from __future__ import annotations
 
+import json
 import random
+import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -15,20 +18,29 @@ from flows.task_synthesis.discovery.families import (
     Family,
     Instance,
     chain,
+    chain_on_document,
     counted_after_making,
+    document_leaves,
     families_from,
     instance,
     made_then,
+    observed_chain,
+    observed_on_record,
+    on_other_record,
     retrieve_instances,
     to_spec,
 )
 from flows.task_synthesis.discovery.walk import DiscoveryWalk, WalkResult
 from flows.task_synthesis.task_spec import TaskSpec
+from sandboxes.actions import parse_actions
 from sandboxes.app_process import SandboxError
 from sandboxes.skills import Skill
+from verifier_templates.base import normalise
 
 TRIES_PER_FAMILY = 8
 RETRIEVE_SHARE = 0.3  # at most this share of the candidates are questions when other families can fill the rest
+OBSERVE_SECONDS = 90.0  # replays of chained steps on one document, to see what they do together
+Observe = Callable[[list[dict[str, Any]]], "tuple[Any, Any] | None"]
 
 
 def replay_skill(sandbox: str) -> Skill:
@@ -48,25 +60,71 @@ class DiscoveryAgent:
 
         out = AgentOutput()
         manifest = request.manifest
-        def walk_app() -> WalkResult:
+
+        def walk_app() -> tuple[WalkResult, list[Family], Any, list[TaskSpec]]:
             with open_driver(manifest) as driver:
-                return DiscoveryWalk(driver, manifest, request.seed, self.max_seconds).run()
+                walk = DiscoveryWalk(driver, manifest, request.seed, self.max_seconds).run()
+                fams, dropped = families_from(walk, manifest.state.page_expression())
+                for f in fams:
+                    if f.transition.kind == "drag":
+                        f.extra["peers"] = drag_peers(walk, f)
+                observe = replayer(driver, walk, manifest.state.page_expression(), OBSERVE_SECONDS)
+                home = manifest.start.home_path if manifest.start else "/"
+                again = observe([{"action": "goto", "url": home}]) if observe else None
+                walk.volatile = per_load(walk.initial.manifest if walk.initial else None, again[0] if again else None)
+                return walk, fams, dropped, draw(fams, walk, request, manifest.name, request.source.commit, observe)
 
         try:  # in a thread of its own: Playwright's sync API allows one instance per thread
             with ThreadPoolExecutor(1) as pool:
-                walk = pool.submit(walk_app).result()
+                walk, fams, dropped, out.candidates = pool.submit(walk_app).result()
         except SandboxError as exc:
             out.notes.append(f"{manifest.name}: discovery could not run the app: {exc}")
             return out
-        fams, dropped = families_from(walk, manifest.state.page_expression())
-        for f in fams:
-            if f.transition.kind == "drag":
-                f.extra["peers"] = drag_peers(walk, f)
-        out.candidates = draw(fams, walk, request, manifest.name, request.source.commit)
         if any(c.injection for c in out.candidates):
             out.skills.append(replay_skill(manifest.name))
         out.notes.extend(notes(manifest, walk, fams, dropped, out.candidates, request.count))
         return out
+
+
+def replayer(driver: Any, walk: WalkResult, expression: str | None, seconds: float) -> Observe | None:
+    """Replays actions from a reset app (signed in as the walk was) and returns the manifest's state
+    before and after them (after the first page opens); None once the time is spent or a step fails."""
+    if not expression:
+        return None
+    from verifier_templates.base import Probe
+
+    deadline = time.monotonic() + seconds
+
+    def read() -> Any:
+        return driver.probe(Probe("state", "js", expression))
+
+    def observe(actions: list[dict[str, Any]]) -> tuple[Any, Any] | None:
+        if time.monotonic() > deadline or not actions:
+            return None
+        opening = 1 if actions[0].get("action") == "goto" else 0
+        try:
+            driver.reset(new_context=False)
+            for act in parse_actions(walk.sign_in + actions[:opening]):
+                if not driver.act(act).ok:
+                    return None
+            before = read()
+            for act in parse_actions(actions[opening:]):
+                if not driver.act(act).ok:
+                    return None
+            return before, read()
+        except Exception:  # a step the page would not take: no observation, no candidate
+            return None
+
+    return observe
+
+
+def per_load(first: Any, second: Any) -> set[str]:
+    """Values the app makes up on each load (random titles): those one reading of a fresh app holds and
+    another does not. A task that names one cannot be set up again, so none does."""
+    if first is None or second is None:
+        return set()
+    one, two = ({normalise(v) for v in document_leaves(x).values() if isinstance(v, str) and len(v.strip()) >= 4} for x in (first, second))
+    return one ^ two
 
 
 def drag_peers(walk: WalkResult, fam: Family) -> list[str]:
@@ -79,9 +137,11 @@ def drag_peers(walk: WalkResult, fam: Family) -> list[str]:
     return []
 
 
-def draw(fams: list[Family], walk: WalkResult, request: SynthesisRequest, sandbox: str, commit: str) -> list[TaskSpec]:
+def draw(fams: list[Family], walk: WalkResult, request: SynthesisRequest, sandbox: str, commit: str,
+         observe: Observe | None = None) -> list[TaskSpec]:
     """Round-robin over families with fresh values each turn, a share of chains, and retrieve tasks;
-    never two candidates with the same request and verifier."""
+    never two candidates with the same request and verifier. Steps on one document whose effects meet
+    are chained only when `observe` can replay them (the check is what they did together)."""
     rng = random.Random(request.seed)
     count = request.count
     singles: dict[str, list[Instance]] = {}
@@ -91,6 +151,18 @@ def draw(fams: list[Family], walk: WalkResult, request: SynthesisRequest, sandbo
             inst = instance(f, random.Random(f"{request.seed}-{f.key}-{k}"), fresh=True)
             if inst is not None:
                 got.append(inst)
+        if observe is not None and got and f.extra.get("document") and f.transition.slots and _typing_is_enough(got[0], observe):
+            for inst in got:  # the press after typing is not needed (a field the app reads as you type): left out
+                inst.reference = inst.reference[:-1]
+        if observe is not None and f.extra.get("records"):  # the same step on other records, each replayed
+            records = list(f.extra["records"])
+            random.Random(f"{request.seed}-{f.key}-records").shuffle(records)
+            for rec in records[: TRIES_PER_FAMILY - 1]:
+                inst = on_other_record(f, rec)
+                seen_change = observe(inst.reference)
+                made = observed_on_record(inst, *seen_change) if seen_change else None
+                if made is not None:
+                    got.append(made)
         singles[f.key] = got
     retrieve = retrieve_instances(walk) + counted_after_making(fams, walk, request.seed)
     if retrieve:
@@ -106,9 +178,11 @@ def draw(fams: list[Family], walk: WalkResult, request: SynthesisRequest, sandbo
     rng.shuffle(pairs)
     mixed = sorted(pairs[: count * 6], key=lambda ab: ab[0].family.key == ab[1].family.key)  # two kinds of step first
     for a, b in mixed[: count * 2]:
-        c = chain(a, b)
+        c = None if observe and a.family.extra.get("document") and b.family.extra.get("document") else chain(a, b)
         if c:
             chains.append(c)
+    if observe is not None:
+        chains += observed_chains(plain, rng, count, observe)
     made_chains = [c for c in chains if c.family.setup is not None]
     other = [c for c in chains if c.family.setup is None]
     rng.shuffle(made_chains)
@@ -116,7 +190,12 @@ def draw(fams: list[Family], walk: WalkResult, request: SynthesisRequest, sandbo
     seen: set[str] = set()
     picked: list[TaskSpec] = []
 
+    volatile = getattr(walk, "volatile", set())
+
     def take(inst: Instance, multi: bool) -> bool:
+        if volatile and names_per_load(inst, volatile):
+            walk.left_out = getattr(walk, "left_out", 0) + 1
+            return False
         spec = to_spec(inst, sandbox, commit, request.seed, walk.sign_in, multi)
         key = inst.request.casefold() + repr(sorted(str(inst.verifier)))
         if key in seen or any(p.task_id == spec.task_id for p in picked):
@@ -152,6 +231,43 @@ def draw(fams: list[Family], walk: WalkResult, request: SynthesisRequest, sandbo
     return picked[:count]
 
 
+def _typing_is_enough(inst: Instance, observe: Observe) -> bool:
+    """Whether the step's check already holds before its last action (Enter, or the form's button)."""
+    from verifier_templates import js_state_matches
+    from verifier_templates.base import Evidence
+
+    last = inst.reference[-1] if inst.reference else {}
+    if last.get("action") not in ("key", "left_click") or len(inst.reference) < 3:
+        return False
+    seen = observe(inst.reference[:-1])
+    return bool(seen) and js_state_matches.judge(Evidence({}, {"state": seen[1]}), inst.verifier["params"]).passed
+
+
+def names_per_load(inst: Instance, volatile: set[str]) -> bool:
+    said = normalise(inst.request + " " + json.dumps(inst.verifier, ensure_ascii=False))
+    return any(v in said for v in volatile)
+
+
+def observed_chains(plain: list[Instance], rng: random.Random, count: int, observe: Observe) -> list[Instance]:
+    """Chains of two steps on one document, replayed to see what they do together: the second may set what
+    the first checks (a colour's hex, then its red), or be the same press again (Next, then Next)."""
+    docs = [i for i in plain if i.family.extra.get("document")]
+    pairs = [(a, b) for a in docs for b in docs if a.family.transition.page == b.family.transition.page
+             and (a is not b or not a.values)]
+    rng.shuffle(pairs)
+    pairs.sort(key=lambda ab: ab[0].family.key == ab[1].family.key)  # two kinds of step first
+    out = []
+    for a, b in pairs[: count * 2]:
+        joined = chain_on_document(a, b)
+        seen = observe(joined.reference) if joined else None
+        made = observed_chain(joined, *seen, [a.verifier, b.verifier]) if joined and seen else None
+        if made:
+            out.append(made)
+        if len(out) >= count:
+            break
+    return out
+
+
 def notes(manifest: Any, walk: WalkResult, fams: list[Family], dropped: Any, picked: list[TaskSpec], count: int = 20) -> list[str]:
     name = manifest.name
     groups = sum(len(s.groups) for s in walk.scans.values())
@@ -167,6 +283,10 @@ def notes(manifest: Any, walk: WalkResult, fams: list[Family], dropped: Any, pic
         + (f" (transitions without a family: {', '.join(f'{k} {v}' for k, v in dropped.items())})" if dropped else ""),
     ]
     out += [f"{name}: {n}" for n in walk.notes]
+    volatile = getattr(walk, "volatile", set())
+    if volatile:
+        out.append(f"{name}: the state differs between two loads of the app ({len(volatile)} values made up per load, e.g. "
+                   f"{sorted(volatile)[0][:40]!r}): {getattr(walk, 'left_out', 0)} candidates that named one were left out")
     kinds = {f.name for f in fams} | ({"retrieve"} if any(p.family == "retrieve" for p in picked) else set())
     if len(kinds) < 4 or len(picked) < min(20, count):
         hints = []
@@ -178,6 +298,11 @@ def notes(manifest: Any, walk: WalkResult, fams: list[Family], dropped: Any, pic
                          "\"local_storage\" with its key, or \"js\" with an expression that returns the records)")
         if not walk.sign_in and any(f.type == "password" for s in walk.scans.values() for g in s.groups for f in g.fields):
             hints.append("a password field was seen: give an account in [auth] (login_path, username, password)")
+        initial = walk.initial.manifest if walk.initial else None
+        leaves = document_leaves(initial) if isinstance(initial, dict) else {}
+        if 0 < len(leaves) <= 3:
+            hints.append(f"the [state] expression gives one object of {len(leaves)} value(s) ({', '.join(leaves)}), so a step can only set "
+                         "those and tasks are few: an expression that returns more of what the app holds (its fields' values, its records) gives more")
         if dropped.get("change without a checkable value"):
             hints.append("some changes named no typed value: a [state] expression returning the records makes them checkable")
         out.append(f"{name}: few families or pairs — " + ("; ".join(hints) or "the app offers few state-changing controls"))

@@ -53,7 +53,8 @@ class Family:
 
     @property
     def variable(self) -> bool:
-        return bool(self.transition.slots) or self.setup is not None or self.transition.kind == "drag"
+        return (bool(self.transition.slots) or self.setup is not None or self.transition.kind == "drag"
+                or bool(self.extra.get("options")))
 
 
 @dataclass
@@ -191,7 +192,9 @@ def _stored_verifier(t: Transition, named: tuple[str, ...]) -> tuple[str, dict[s
     d = t.diff
     if d.manifest is not None:
         expr = _manifest_expression(t)
-        found = expr and (_document_change(d.manifest[0], d.manifest[1], expr)
+        typed = tuple(s.value for s in t.slots if s.value and s.value != "yes")
+        pressed = "" if typed else (t.button or t.control.get("name", ""))
+        found = expr and (_document_change(d.manifest[0], d.manifest[1], expr, typed, pressed)
                           or js_state_matches.from_change(d.manifest[0], d.manifest[1], expr, named))
         if found and _names_typed(found[1], named):
             return found[0], found[1], _checked_values(found[1]) or [v for v in named if v]
@@ -209,19 +212,30 @@ def _stored_verifier(t: Transition, named: tuple[str, ...]) -> tuple[str, dict[s
 MAX_DOCUMENT_CHANGES = 12  # more changed leaves than this is not one step a request can name
 
 
-def _document_change(before: Any, after: Any, expression: str) -> tuple[str, dict[str, Any], str] | None:
-    """For a state that is one document (an object, not a list of records): the leaves the step set,
-    and those it removed (checked as absent). A flag flipped is a toggle, leaves only added a create,
-    leaves only removed a delete, anything else an update."""
+def _document_change(before: Any, after: Any, expression: str, typed: tuple[str, ...] = (), pressed: str = ""
+                     ) -> tuple[str, dict[str, Any], str] | None:
+    """For a state that is one document (an object, not a list of records): the leaves the step set (items
+    of lists by their index), and what it removed (checked as absent). When some leaves took the values
+    typed, or the value the pressed control names (a swatch "Color:#194D33"), only those are checked:
+    the rest follows from them (a colour's rgb and hsl from its hex) and would tie the check to one value.
+    A flag flipped is a toggle, a value the press named a select, leaves only added a create, leaves only
+    removed a delete, anything else an update."""
     if not isinstance(before, dict) or not isinstance(after, dict):
         return None
-    a, b = js_state_matches._flat(before), js_state_matches._flat(after)
+    a, b = document_leaves(before), document_leaves(after)
     changed = {k: v for k, v in b.items() if k not in a or a[k] != v}
-    removed = {k: None for k in a if k not in b and a[k] is not None}
-    where = changed | removed
+    removed = {_absent_root(k, after): None for k in a if k not in b and a[k] is not None}
+    said = {_bare(v): str(v) for v in typed if _bare(v)}
+    # a number as typed ("94"), so another value typed in a variant swaps into the check
+    named = {k: v if isinstance(v, str) else said[_bare(v)] for k, v in changed.items() if _bare(v) in said}
+    shown = normalise(pressed)
+    chosen = {k: v for k, v in changed.items() if isinstance(v, str) and len(v.strip()) >= 3 and normalise(v) in shown} if shown else {}
+    where = named or chosen or (changed | removed)
     if not where or len(where) > MAX_DOCUMENT_CHANGES:
         return None
-    if removed and not changed:
+    if chosen and not named:
+        family = "select"
+    elif removed and not changed:
         family = "delete"
     elif not removed and all(k not in a for k in changed):
         family = "create"
@@ -233,6 +247,35 @@ def _document_change(before: Any, after: Any, expression: str) -> tuple[str, dic
     if js_state_matches.judge(Evidence({}, {"state": before}), params).passed or not js_state_matches.judge(Evidence({}, {"state": after}), params).passed:
         return None
     return family, {"template": "js_state_matches", "params": params}, f"set {where}"
+
+
+def _bare(value: Any) -> str:
+    """A value as typed or stored, without the marks an app adds or drops ("#F2BF78" and "F2BF78")."""
+    return normalise(value).strip("#$€£%")
+
+
+def document_leaves(value: Any, prefix: str = "") -> dict[str, Any]:
+    """Scalar leaves of a document by dotted path, items of lists by their index ("array.2")."""
+    if isinstance(value, dict):
+        parts: Any = value.items()
+    elif isinstance(value, list):
+        parts = ((str(i), v) for i, v in enumerate(value))
+    else:
+        return {prefix: value}
+    out: dict[str, Any] = {}
+    for k, v in parts:
+        out |= document_leaves(v, f"{prefix}.{k}" if prefix else str(k))
+    return out
+
+
+def _absent_root(path: str, after: Any) -> str:
+    """The shortest part of a removed leaf's path that the new document no longer has ("array" for
+    "array.2" when the whole list went)."""
+    parts = path.split(".")
+    for n in range(1, len(parts) + 1):
+        if js_state_matches.field(after, ".".join(parts[:n])) is None:
+            return ".".join(parts[:n])
+    return path
 
 
 def _spaced(value: str) -> str:
@@ -259,7 +302,7 @@ def _names_typed(verifier: dict[str, Any], typed: tuple[str, ...]) -> bool:
     if any(v.casefold() in shown for v in typed if len(v) >= 2):
         return True
     words = {w for v in typed for w in re.findall(r"[^\W_]+", v.casefold())}
-    return any(w in k.casefold().split(".") for k in verifier["params"].get("where", {}) for w in words)
+    return any(w in re.findall(r"[^\W_]+", k.casefold()) for k in verifier["params"].get("where", {}) for w in words)
 
 
 def _checked_values(verifier: dict[str, Any]) -> list[str]:
@@ -328,10 +371,17 @@ def families_from(walk: WalkResult, manifest_expression: str | None) -> tuple[li
         name, verifier, values = found
         if t.kind == "drag" and name in ("update", "create"):
             name = "move"
-        key = f"{name}|{t.kind}|{t.page}|{t.heading}|{t.button}|{t.control.get('name', '')}|{t.to}|{bool(t.made_by)}"
+        fields = json.dumps([t.actions[s.index].get("target") for s in t.slots if s.index < len(t.actions)], sort_keys=True)
+        key = f"{name}|{t.kind}|{t.page}|{t.heading}|{t.button}|{t.control.get('name', '')}|{t.to}|{bool(t.made_by)}|{fields}"
         if key in out:
             continue
         fam = Family(name, key, t, verifier, values)
+        if isinstance((t.diff.manifest or (None,))[0], dict) and verifier.get("params", {}).get("expression") == manifest_expression:
+            fam.extra["document"] = True  # one object, not records: two steps that set the same leaf never chain
+            if name == "select":
+                fam.extra["options"] = _options(walk, t, verifier)
+            elif t.kind == "item" and t.made_by is None:
+                fam.extra["records"] = _other_records(walk, t)
         if t.made_by is not None:
             setup = made.get(id(t.made_by))
             if setup is None:
@@ -341,6 +391,84 @@ def families_from(walk: WalkResult, manifest_expression: str | None) -> tuple[li
         out[key] = fam
         made[id(t)] = fam
     return list(out.values()), dropped
+
+
+MAX_OPTIONS = 16
+
+
+def _options(walk: WalkResult, t: Transition, verifier: dict[str, Any]) -> list[dict[str, Any]]:
+    """The other choices beside a pressed one: the page's buttons named alike but for the value the press
+    set ("Color:#194D33", "Color:#F44336", ...), each with the value its name gives and its own target."""
+    values = {str(v) for v in verifier["params"]["where"].values()}
+    scan = walk.scans.get(t.page)
+    if len(values) != 1 or scan is None:
+        return []
+    (value,) = values
+    at = t.button.casefold().find(value.casefold())
+    if at < 0:
+        return []
+    head, tail = t.button[:at], t.button[at + len(value):]
+    out, seen = [], {t.button}
+    for b in scan.page_buttons:
+        name = b.get("name", "")
+        middle = name[len(head): len(name) - len(tail)] if name.startswith(head) and name.endswith(tail) else ""
+        if middle.strip() and name not in seen and len(name) > len(head) + len(tail):
+            seen.add(name)
+            out.append({"value": middle, "target": b["target"]})
+    return out[:MAX_OPTIONS]
+
+
+def _other_records(walk: WalkResult, t: Transition) -> list[dict[str, Any]]:
+    """The other records with the control the step pressed first (a row's menu button, its checkbox): the
+    same step on each of them is a task of the family, whose check a replay shows (`observed_on_record`)."""
+    scan = walk.scans.get(t.page)
+    first = t.actions[0].get("target") if t.actions else None
+    if scan is None or first is None:
+        return []
+    mine = next((c for c in scan.on_items if c["item"] == t.item and c["target"] == first), None)
+    if mine is None:
+        return []
+    return [{"item": c["item"], "target": c["target"]} for c in scan.on_items
+            if (c["role"], c["name"]) == (mine["role"], mine["name"]) and c["item"] != t.item][:MAX_OPTIONS]
+
+
+def on_other_record(fam: Family, record: dict[str, Any]) -> Instance:
+    """The family's step on another record, its check not yet known (`observed_on_record` gives it)."""
+    t = fam.transition
+    actions = copy.deepcopy(t.actions)
+    actions[0]["target"] = record["target"]
+    return Instance(fam, _request(fam, [], record["item"]), [], None, t.path + actions, {}, [record["item"]], record["item"])
+
+
+def observed_on_record(inst: Instance, before: Any, after: Any) -> Instance | None:
+    """The check of a step on another record from what its replay did, when that names the record and is
+    the family's kind of change (a remove removed, a flag flipped)."""
+    expression = inst.family.verifier.get("params", {}).get("expression", "")
+    found = _document_change(before, after, expression)
+    if found is None or found[0] != inst.family.name or not _names_typed(found[1], (inst.item,)):
+        return None
+    if inst.family.name == "toggle":
+        inst.request = _request(Family(inst.family.name, "", inst.family.transition, found[1], []), [], inst.item)
+    return Instance(inst.family, inst.request, [], None, inst.reference, found[1], inst.values, inst.item)
+
+
+def _option_instance(fam: Family, rng: random.Random, fresh: bool) -> Instance:
+    """A select: the observed choice, or another of the options beside it."""
+    t = fam.transition
+    (value,) = {str(v) for v in fam.verifier["params"]["where"].values()}
+    actions = copy.deepcopy(t.actions)
+    verifier = fam.verifier
+    if fresh:
+        option = rng.choice(fam.extra["options"])
+        for act in actions[::-1]:
+            if act.get("action") == "left_click":
+                act["target"] = option["target"]
+                break
+        verifier = copy.deepcopy(fam.verifier)
+        p = verifier["params"]
+        p["where"] = {k: option["value"] for k in p["where"]}
+        value = option["value"]
+    return Instance(fam, _request(fam, [value], ""), [], None, t.path + actions, verifier, [value])
 
 
 # ---- instances -------------------------------------------------------------------------------------------
@@ -394,6 +522,8 @@ def instance(fam: Family, rng: random.Random, fresh: bool) -> Instance | None:
         return Instance(fam, _request(fam, values, item, mine), setup, check, own, verifier, values, item, setup_request)
     if t.kind == "drag":
         return _drag_instance(fam, rng, fresh)
+    if fam.extra.get("options"):
+        return _option_instance(fam, rng, fresh)
     actions, swaps = _revalue(t, rng) if fresh else (list(t.actions), {})
     if fresh and t.slots and not swaps:
         return None
@@ -469,8 +599,13 @@ def _request(fam: Family, values: list[str], item: str, slots: dict[str, str] | 
             return _sentence(f"set {quote(flags[0])} to {str(where_[flags[0]]).lower()}")
         checked = where_.get("checked", next((v for v in where_.values() if isinstance(v, bool)), None))
         return _sentence(f"{'check off' if checked else 'uncheck'} {quote(item)}")
+    if name == "select" and values:
+        return _sentence(f"choose {quote(values[0])}" + (f" in {quote(where)}" if where else ""))
     if name == "update" and item and slots:
         return _sentence(f"rename {quote(item)} to {quote(next(iter(slots.values())))}")
+    if name == "update" and fam.extra.get("document") and slots:  # a value of the document set through a field
+        said = " and ".join(f"{quote(_clean(k))} to {quote(v)}" for k, v in slots.items() if v != "yes")
+        return _sentence(f"set {said}" + (f" in {quote(where)}" if where else ""))
     if name == "delete" and item:
         return _sentence(f"remove {quote(item)}" + (f" from {quote(where)}" if where else ""))
     if t.kind == "page_button" or (t.kind == "item" and not slots):
@@ -509,6 +644,8 @@ def chain(first: Instance, second: Instance) -> Instance | None:
         return None
     if _placed_lists(first.verifier) & _placed_lists(second.verifier):
         return None
+    if _same_leaves(_document_leaves(first), _document_leaves(second)):  # the second would set what the first checks
+        return None
     req = _sentence(f"{_lower_first(first.request)}, then {_lower_first(second.request)}")
     verifier = {"template": "all_of", "params": {"checks": [first.verifier, second.verifier]}}
     then = second.reference
@@ -517,6 +654,53 @@ def chain(first: Instance, second: Instance) -> Instance | None:
             then[0]["url"], urlsplit(then[0]["url"]).path):
         then = then[1:]  # already there: reloading would lose what an in-page app holds in memory
     return Instance(first.family, req, [], None, first.reference + then, verifier, first.values + second.values)
+
+
+def chain_on_document(first: Instance, second: Instance) -> Instance | None:
+    """Two steps on one document whose effects meet (Next, then Next; a colour, then its alpha), as one task
+    whose verifier is not yet known: the caller replays it and builds the check from what it did
+    (`observed_chain`). None when they are not two steps on one document."""
+    if first.setup or second.setup or not (first.family.extra.get("document") and second.family.extra.get("document")):
+        return None
+    if {normalise(v) for v in first.values} & {normalise(v) for v in second.values}:
+        return None
+    return _joined(first, second)
+
+
+def _joined(first: Instance, second: Instance) -> Instance:
+    req = _sentence(f"{_lower_first(first.request)}, then {_lower_first(second.request)}")
+    then = second.reference
+    if then and then[0].get("action") == "goto" and first.reference and first.reference[0] == then[0]:
+        then = then[1:]  # the second step starts where the first left the page
+    return Instance(first.family, req, [], None, first.reference + then, {}, first.values + second.values)
+
+
+def observed_chain(inst: Instance, before: Any, after: Any, singles: list[dict[str, Any]]) -> Instance | None:
+    """A chained task's check from the document before and after its replay: the leaves it set, naming
+    every value its request names, and other than what either step alone gives (each step counts)."""
+    expression = inst.family.verifier.get("params", {}).get("expression", "")
+    found = _document_change(before, after, expression, tuple(inst.values))
+    if found is None:
+        return None
+    where = found[1]["params"]["where"]
+    shown = {normalise(v) for v in where.values() if v is not None}
+    if any(normalise(v) not in shown for v in inst.values):
+        return None
+    if any(where == s.get("params", {}).get("where") for s in singles):
+        return None
+    return Instance(inst.family, inst.request, [], None, inst.reference, found[1], inst.values)
+
+
+def _document_leaves(inst: Instance) -> set[tuple[str, str]]:
+    if not inst.family.extra.get("document"):
+        return set()
+    p = inst.verifier.get("params", {})
+    return {(p.get("expression", ""), k) for k in p.get("where", {})}
+
+
+def _same_leaves(a: set[tuple[str, str]], b: set[tuple[str, str]]) -> bool:
+    """Some path of one is a path of the other or inside it ("object" and "object.a")."""
+    return any(ea == eb and (ka == kb or ka.startswith(kb + ".") or kb.startswith(ka + ".")) for ea, ka in a for eb, kb in b)
 
 
 def made_then(inst: Instance) -> Instance | None:

@@ -44,9 +44,9 @@ SCAN_JS = r"""(() => {
     if (t === 'a' && el.hasAttribute('href')) return 'link';
     return '';
   };
-  const nameOf = el => realLabel(el) || squash(el.getAttribute('placeholder')) || (roleOf(el) === 'button' ? (text(el) || squash(el.value) || squash(el.title)) : '') || squash(el.title);
+  const nameOf = el => realLabel(el) || squash(el.getAttribute('placeholder')) || (['button', 'option'].includes(roleOf(el)) ? (text(el) || squash(el.value) || squash(el.title)) : '') || squash(el.title);
   const roleIndex = {};
-  const all = [...document.querySelectorAll('input, textarea, select, button, [role=button], [role=checkbox], [role=textbox], [role=combobox], [role=radio], [role=switch]')].filter(vis);
+  const all = [...document.querySelectorAll('input, textarea, select, button, [role=button], [role=checkbox], [role=textbox], [role=combobox], [role=radio], [role=switch], [role=option]')].filter(vis);
   const seen = new Map();
   all.forEach(el => { const r = roleOf(el), n = nameOf(el);
     roleIndex[r] = (roleIndex[r] || 0); el.__fwNthRole = roleIndex[r]++;
@@ -54,7 +54,7 @@ SCAN_JS = r"""(() => {
   const labelCount = {}; all.forEach(el => { const l = realLabel(el); if (l) labelCount[l] = (labelCount[l] || 0) + 1; });
   const target = el => {
     const r = roleOf(el), l = realLabel(el), n = nameOf(el);
-    if (l && labelCount[l] === 1 && r !== 'button') return {label: l};
+    if (l && labelCount[l] === 1 && r !== 'button' && r !== 'option') return {label: l};
     if (r && n) return el.__fwNthName ? {role: r, name: n, nth: el.__fwNthName} : {role: r, name: n};
     if (r) return el.__fwNthRole ? {role: r, nth: el.__fwNthRole} : {role: r};
     return l ? {label: l} : null;
@@ -119,7 +119,9 @@ SCAN_JS = r"""(() => {
   const onItems = all.filter(el => itemOf(el) && !claimed.has(el) && (roleOf(el) === 'checkbox' || roleOf(el) === 'switch' || roleOf(el) === 'button') && !el.disabled)
     .map(el => ({target: target(el), role: roleOf(el), name: nameOf(el), item: itemText(itemOf(el))})).filter(c => c.target && c.item);
   // loose buttons (not in a form or a record): actions on the page itself
-  const pageButtons = buttons.filter(b => !claimed.has(b) && !itemOf(b)).map(b => ({name: nameOf(b), target: target(b)})).filter(b => b.target && b.name);
+  // and choices of a listbox a script answers (swatches, role=option): pressed like buttons
+  const choices = all.filter(el => roleOf(el) === 'option' && el.getAttribute('aria-disabled') !== 'true' && !el.closest('[draggable=true]') && !el.querySelector('[draggable=true]'));  // a sortable's items are options too: they are dragged, not pressed
+  const pageButtons = buttons.concat(choices).filter(b => !claimed.has(b) && !itemOf(b)).map(b => ({name: nameOf(b), target: target(b)})).filter(b => b.target && b.name);
   // drag: HTML5 draggables, and cards of lists that drag libraries move (siblings alike inside like containers)
   let cards = [...document.querySelectorAll('[draggable=true]')].filter(vis);
   cards = cards.filter(c => !cards.some(o => o !== c && o.contains(c)));  // a draggable inside a draggable card is part of it
@@ -158,7 +160,7 @@ SCAN_JS = r"""(() => {
     return {heading: heading(z), cards: mine.map(itemText).filter(Boolean), named: named.map(itemText), drop,
       x: Math.round(box.left + scrollX), y: Math.round(box.top + scrollY)};
   }).filter(z => z.heading && z.drop);
-  const links = [...document.querySelectorAll('a[href]')].filter(vis).map(a => ({name: text(a) || squash(a.getAttribute('aria-label')), href: a.getAttribute('href')})).filter(l => l.name);
+  const links = [...document.querySelectorAll('a[href]')].filter(vis).map(a => ({name: text(a) || squash(a.getAttribute('aria-label')), href: a.getAttribute('href'), role: a.getAttribute('role') || 'link'})).filter(l => l.name);
   const records = [...document.querySelectorAll('li, tr, [role=listitem], [role=row], [draggable=true]')].filter(vis).map(it => {
     const r = it.getBoundingClientRect();
     return {text: itemText(it), link: !!it.querySelector('a[href]'), x: Math.round((r.left + Math.min(r.width / 2, 80)) * 999 / innerWidth), y: Math.round((r.top + r.height / 2) * 999 / innerHeight)};

@@ -28,6 +28,7 @@ MAX_DRAG_SOURCES = 6  # lists whose first card is dragged to every other list
 MAX_DRAG_TARGETS = 3  # the nearest other lists each is dragged to
 MAX_MENU_ENTRIES = 6  # entries of a record's menu pressed, each from a reset
 MAX_IN_PAGE_LINKS = 8  # links to places in the page pressed like buttons
+MAX_ALIKE_BUTTONS = 2  # page buttons named alike but for a value (a palette's swatches) pressed on a page
 MAX_FORM_STEPS = 3  # groups walked in a row when a press reveals another (wizards, modals)
 MAKING_LINKS = re.compile(r"\b(add|new|create|compose|write|register)\b", re.I)
 ACCOUNT_LINKS = re.compile(r"log.?out|sign.?out|password|logout", re.I)  # would end or change the walk's session
@@ -149,15 +150,21 @@ class DiscoveryWalk:
                 self._on_made_records(page, made)
         for ctl in _one_per_kind(scan.on_items):
             if not self._late():
-                self._item_step(path, ctl, page)
+                alike = [c for c in scan.on_items if (c["role"], c["name"]) == (ctl["role"], ctl["name"]) and c["item"] != ctl["item"]]
+                self._item_step(path, ctl, page, last=alike[-1] if alike else None)
         if scan.records and not any(t.made_by for t in self.transitions):
             self._on_record(path, page, scan.records[0], scan)
         if scan.cards and len(scan.zones) > 1:  # a board: its cards move before its page buttons are pressed
             self._drags(path, scan, page)
+        alike: dict[str, int] = {}
         for button in scan.page_buttons + _in_page_links(scan):
             if self._late():
                 return
             if self.manifest.sensitive_kind(button["name"]):
+                continue
+            shape = _name_shape(button["name"])  # a palette of "Color:#F44336", "Color:#E91E63"...: the first few
+            alike[shape] = alike.get(shape, 0) + 1
+            if alike[shape] > MAX_ALIKE_BUTTONS:
                 continue
             self._press_step(path, button, page)
 
@@ -277,26 +284,31 @@ class DiscoveryWalk:
         self.transitions.append(Transition("edit", path, actions, diff, [Slot(1, editor, made[1])], item=record["text"], page=page,
                                            url_after=self._url(), text_after=self._text(), made_by=made_by))
 
-    def _item_step(self, path: list[dict], ctl: dict[str, Any], page: str, made_by: Transition | None = None) -> Transition | None:
+    def _item_step(self, path: list[dict], ctl: dict[str, Any], page: str, made_by: Transition | None = None,
+                   last: dict[str, Any] | None = None) -> Transition | None:
         act = {"action": "left_click", "target": ctl["target"]}
         before = self._shown
         t = self._simple("item", path, [act], page, item=ctl["item"], control={"role": ctl["role"], "name": ctl["name"]},
                          made_by=made_by)
         if t is not None and not t.diff and not made_by and not self._late():
-            self._menu(path, act, ctl, page, before)
+            if not self._menu(path, act, ctl, page, before) and last is not None:
+                self._item_step(path, last, page)  # the first record's menu changed nothing (a root, a header row): the last one's
         return t
 
-    def _menu(self, path: list[dict], opened: dict[str, Any], ctl: dict[str, Any], page: str, shown: set[str]) -> None:
+    def _menu(self, path: list[dict], opened: dict[str, Any], ctl: dict[str, Any], page: str, shown: set[str]) -> bool:
         """A press on a record that changed nothing but showed new buttons opened a menu: each of its
-        entries (remove, duplicate, insert, sort...) is a step on that record."""
+        entries (remove, duplicate, insert, sort...) is a step on that record. Whether one changed state."""
         scan = scan_page(self.driver)
         entries = [b for b in scan.page_buttons + [c for c in scan.on_items if c["item"] != ctl["item"]]
                    if b["name"] not in shown and b["name"] != ctl["name"] and not self.manifest.sensitive_kind(b["name"])]
+        changed = False
         for b in entries[:MAX_MENU_ENTRIES]:
             if self._late():
-                return
-            self._simple("item", path, [opened, {"action": "left_click", "target": b["target"]}], page, item=ctl["item"],
-                         control={"role": "button", "name": b["name"]})
+                break
+            t = self._simple("item", path, [opened, {"action": "left_click", "target": b["target"]}], page, item=ctl["item"],
+                             control={"role": "button", "name": b["name"]})
+            changed = changed or bool(t and t.diff)
+        return changed
 
     def _press_step(self, path: list[dict], button: dict[str, Any], page: str) -> None:
         t = self._simple("page_button", path, [{"action": "left_click", "target": button["target"]}], page, button=button["name"])
@@ -467,11 +479,16 @@ class DiscoveryWalk:
         return time.monotonic() > self.deadline
 
 
+def _name_shape(name: str) -> str:
+    """A control's name with its values (numbers, colour codes) blanked: alike controls share it."""
+    return re.sub(r"#?[0-9A-Fa-f]*\d[0-9A-Fa-f]*", "0", name)
+
+
 def _in_page_links(scan: PageScan) -> list[dict[str, Any]]:
     """Links to a place in the page ("#next", "#finish") that scripts answer: a wizard's Next and Finish,
     a tab, a menu entry. A person presses them like buttons."""
     names = [link["name"] for link in scan.links]
-    return [{"name": link["name"], "target": {"role": "link", "name": link["name"]}} for link in scan.links
+    return [{"name": link["name"], "target": {"role": link.get("role") or "link", "name": link["name"]}} for link in scan.links
             if link["href"].startswith("#") and not link["href"].startswith("#/") and not ACCOUNT_LINKS.search(link["name"])
             and names.count(link["name"]) == 1 and len(link["name"]) < 40][:MAX_IN_PAGE_LINKS]
 
