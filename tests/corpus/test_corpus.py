@@ -73,6 +73,10 @@ def chromium():
         yield shared.endpoint
 
 
+# apps whose state is empty on a fresh start (the expression answers, with no records)
+EMPTY_AT_START = {"radicale": "a fresh CalDAV server holds no collections until one is created"}
+
+
 @pytest.mark.browser
 @pytest.mark.parametrize("name", APPS)
 def test_each_app_fetches_starts_and_answers(name, chromium):
@@ -92,7 +96,9 @@ def test_each_app_fetches_starts_and_answers(name, chromium):
     obs, state = in_own_thread(run)
     assert obs.url.startswith(f"http://{manifest.name}.local/") and obs.ui_tree.strip(), f"{name}: the page rendered nothing"
     if manifest.state.page_expression():
-        assert state not in (None, [], {}), f"{name}: the state expression read nothing: {json.dumps(state)}"
+        assert state is not None, f"{name}: the state expression read nothing"
+        if name not in EMPTY_AT_START:
+            assert state not in ([], {}), f"{name}: the state expression read nothing: {json.dumps(state)}"
 
 
 @pytest.mark.browser
