@@ -299,13 +299,16 @@ def test_steps_on_one_document_chain_only_by_what_their_replay_did():
 @pytest.mark.slow
 def test_the_walk_types_ticks_hovers_and_edits_in_the_live_todomvc():
     from sandboxes.drivers import open_driver
-    from tests.conftest import npm_sandbox
+    from tests.conftest import in_own_thread, npm_sandbox
 
     manifest = npm_sandbox("todomvc")
     from flows.task_synthesis.discovery.walk import DiscoveryWalk
 
-    with open_driver(manifest) as driver:
-        walk = DiscoveryWalk(driver, manifest, seed=0, max_seconds=120).run()
+    def run():  # Playwright's sync API in a thread of its own: a session fixture's may hold the main thread's
+        with open_driver(manifest) as driver:
+            return DiscoveryWalk(driver, manifest, seed=0, max_seconds=120).run()
+
+    walk = in_own_thread(run)
     kinds = [t.kind for t in walk.changing]
     assert kinds[:1] == ["enter"] and "item" in kinds and "edit" in kinds, kinds
     assert any(a.get("action") == "mouse_move" for t in walk.changing for a in t.actions), "a hover revealed a control"
