@@ -111,6 +111,26 @@ def main() -> None:
         same = [fa.name == fb.name and fa.read_bytes() == fb.read_bytes() for fa, fb in zip(files_a, files_b)]
         print(f"export shards byte-identical: {all(same) and len(files_a) == len(files_b)} "
               f"({sum(same)}/{max(len(files_a), len(files_b))} shards)")
+        for fa, fb, ok in zip(files_a, files_b, same):
+            if not ok:
+                print(f"  {fa.name} vs {fb.name}: " + "; ".join(shard_differences(fa, fb)))
+
+
+def shard_differences(a: Path, b: Path) -> list[str]:
+    """What tells two shards apart: row counts, then each column whose values differ, with the first such row."""
+    import pyarrow.parquet as pq
+
+    ta, tb = pq.read_table(a), pq.read_table(b)
+    if ta.num_rows != tb.num_rows or ta.schema != tb.schema:
+        return [f"{ta.num_rows} vs {tb.num_rows} rows, schemas {'equal' if ta.schema == tb.schema else 'differ'}"]
+    out = []
+    for name in ta.column_names:
+        va, vb = ta.column(name).to_pylist(), tb.column(name).to_pylist()
+        if va != vb:
+            i = next(i for i, (x, y) in enumerate(zip(va, vb)) if x != y)
+            out.append(f"column {name!r} differs in {sum(x != y for x, y in zip(va, vb))} rows "
+                       f"(row {i}: {str(va[i])[:120]!r} vs {str(vb[i])[:120]!r})")
+    return out or ["same values, different bytes (encoding or metadata)"]
 
 
 if __name__ == "__main__":
