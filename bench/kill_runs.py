@@ -167,7 +167,7 @@ def left_running(tag: str | None, lake_root: Path) -> list[int]:
     for entry in os.listdir("/proc"):
         if entry.isdigit() and int(entry) != os.getpid():
             try:
-                if marker in Path(f"/proc/{entry}/environ").read_bytes().split(b"\0") and orphans._start_time(int(entry)):
+                if marker in Path(f"/proc/{entry}/environ").read_bytes().split(b"\0") and orphans.process_start_time(int(entry)):
                     found.add(int(entry))
             except OSError:
                 pass

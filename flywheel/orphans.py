@@ -17,7 +17,7 @@ from pathlib import Path
 OWNER_ENV = "FLYWHEEL_RUN_OWNER"
 
 
-def _start_time(pid: int) -> str | None:
+def process_start_time(pid: int) -> str | None:
     """The process's start time in clock ticks since boot (field 22 of /proc/<pid>/stat), or None if gone."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
@@ -29,12 +29,12 @@ def _start_time(pid: int) -> str | None:
 
 def owner_tag(pid: int | None = None) -> str:
     pid = pid or os.getpid()
-    return f"{pid}:{_start_time(pid)}"
+    return f"{pid}:{process_start_time(pid)}"
 
 
 def _alive(tag: str) -> bool:
     pid, _, started = tag.partition(":")
-    return pid.isdigit() and _start_time(int(pid)) == started
+    return pid.isdigit() and process_start_time(int(pid)) == started
 
 
 def _tagged() -> dict[int, str]:
@@ -65,10 +65,10 @@ def _kill(pids: list[int]) -> list[int]:
         except (ProcessLookupError, PermissionError):
             pass
     deadline = time.monotonic() + 3
-    while time.monotonic() < deadline and any(_start_time(p) for p in signalled):
+    while time.monotonic() < deadline and any(process_start_time(p) for p in signalled):
         time.sleep(0.05)
     for pid in signalled:
-        if _start_time(pid):
+        if process_start_time(pid):
             try:
                 os.kill(pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):

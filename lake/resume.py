@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from flywheel.orphans import process_start_time
 from lake.store import Lake
 
 
@@ -29,17 +30,6 @@ class Claim:
     path: Path
     plan: dict[str, Any]
     resumed: bool  # the plan is a dead run's, taken over
-
-
-def process_start_time(pid: int) -> str | None:
-    """The process's start time in clock ticks since boot (field 22 of /proc/<pid>/stat), or None if gone.
-    (flywheel/orphans.py has the same few lines: the CLI imports it before anything heavy, and `lake` is heavy.)"""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    fields = stat[stat.rindex(")") + 2:].split()  # the command name may hold spaces and parentheses
-    return fields[19] if fields[0] != "Z" else None
 
 
 def _me() -> dict[str, Any]:

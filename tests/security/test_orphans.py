@@ -42,7 +42,7 @@ def start_run() -> tuple[subprocess.Popen, list[int]]:
 
 
 def alive(pid: int) -> bool:
-    return orphans._start_time(pid) is not None
+    return orphans.process_start_time(pid) is not None
 
 
 def wait_gone(pids: list[int], seconds: float = 10) -> list[int]:
