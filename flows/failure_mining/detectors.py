@@ -67,7 +67,16 @@ from collections.abc import Callable
 
 import polars as pl
 
-from flows.failure_mining.features import CLICKS, HOST, SCROLLS, as_features, nxt, prev
+from flows.failure_mining.features import (
+    CLICKS,
+    ENGINE,
+    EVIDENCE_LEVELS,
+    HOST,
+    SCROLLS,
+    as_features,
+    nxt,
+    prev,
+)
 from flows.failure_mining.side_effects import consented
 from sandboxes.actions import ACTION_NAMES
 
@@ -82,8 +91,6 @@ FINDING_SCHEMA = {
     "evidence_level": pl.String,
     "confidence": pl.Float64,
 }
-# The evidence a finding rests on, weakest first; a finding records the strongest one that decided it.
-EVIDENCE_LEVELS = ("actions", "reasoning", "url", "ui_tree", "screenshot", "errors", "manifest")
 UNDECIDABLE_SCHEMA = {"trajectory_id": pl.String, "check": pl.String, "n": pl.UInt32}
 # How bad each reason is (0..1): feeds the findings' severity and the per-step rewards.
 SEVERITY = {
@@ -133,7 +140,7 @@ class Check:
         functools.update_wrapper(self, plan)
 
     def __call__(self, steps: pl.LazyFrame | pl.DataFrame) -> pl.DataFrame:
-        return self.plan(shared(as_features(steps))).collect()
+        return self.plan(shared(as_features(steps))).collect(engine=ENGINE)
 
 
 def check(plan: Callable[[pl.LazyFrame], pl.LazyFrame]) -> Check:
@@ -205,13 +212,10 @@ def _level_name(rank: pl.Expr) -> pl.Expr:
 
 def shared(f: pl.LazyFrame) -> pl.LazyFrame:
     """Columns several detectors read, added once (run_checks materialises them before every plan):
-    `again` (the turn repeats the previous one, `_again_expr`), `hit_nothing` (`_click_hit_nothing_expr`)
-    and `ev_rank` (the step's evidence level as its rank in EVIDENCE_LEVELS)."""
+    `again` (the turn repeats the previous one, `_again_expr`) and `hit_nothing` (`_click_hit_nothing_expr`)."""
     if "hit_nothing" in f.collect_schema().names():
         return f
-    return f.with_columns(
-        again=_again_expr(), ev_rank=pl.col("evidence").replace_strict(_RANK, return_dtype=pl.Int8)
-    ).with_columns(hit_nothing=_click_hit_nothing_expr())
+    return f.with_columns(again=_again_expr()).with_columns(hit_nothing=_click_hit_nothing_expr())
 
 
 def runs(frame: pl.LazyFrame, flag: pl.Expr, **aggs: pl.Expr) -> pl.LazyFrame:
@@ -609,7 +613,7 @@ def detect_click_hit_nothing(f: pl.LazyFrame) -> pl.LazyFrame:
             "error": pl.col("error"),
             "failed": pl.col("failed"),
         },
-        level=pl.col("evidence"),
+        level=_level_name(pl.col("ev_rank")),
         confidence=pl.when(pl.col("failed")).then(0.95).otherwise(0.8),
     )
 
@@ -637,7 +641,7 @@ def detect_type_no_editable(f: pl.LazyFrame) -> pl.LazyFrame:
         "bad_args",
         "type_no_editable",
         {"action": _action_text(), "error": pl.col("error")},
-        level=pl.col("evidence"),
+        level=_level_name(pl.col("ev_rank")),
         confidence=pl.when(pl.col("failed")).then(0.95).otherwise(0.8),
     )
 
@@ -899,8 +903,8 @@ UNDECIDABLE: tuple[Check, ...] = (
 def run_checks(steps: pl.LazyFrame | pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Every detector and undecidable count over the same features, run as one parallel batch of queries:
     (findings sorted by trajectory and step, undecidable counts per trajectory and check)."""
-    f = shared(as_features(steps)).collect().lazy()
-    results = pl.collect_all([c.plan(f) for c in DETECTORS + UNDECIDABLE])
+    f = shared(as_features(steps)).collect(engine=ENGINE).lazy()
+    results = pl.collect_all([c.plan(f) for c in DETECTORS + UNDECIDABLE], engine=ENGINE)
     findings = pl.concat([pl.DataFrame(schema=FINDING_SCHEMA), *results[: len(DETECTORS)]])
     undecidable = pl.concat([pl.DataFrame(schema=UNDECIDABLE_SCHEMA), *results[len(DETECTORS) :]])
     return findings.sort("trajectory_id", "first_step", "kind", "reason"), undecidable

@@ -25,8 +25,9 @@ Conventions the detectors rely on:
   open", "try again"; English only): the model's report of an effect it saw, evidence level `reasoning`;
   `said_worked`: it says the previous action did what it meant ("Now I have 2 protons", "has been added")
   and not that it failed;
-- `evidence` is the strongest evidence the step's effect is known from: errors (the action failed),
-  screenshot, ui_tree, url (the next step's URL differs), else actions.
+- `ev_rank` is the strongest evidence the step's effect is known from, as its rank in EVIDENCE_LEVELS (a
+  small integer, not a string per step): errors (the action failed), screenshot, ui_tree, url (the next
+  step's URL differs), else actions.
 """
 
 from __future__ import annotations
@@ -62,6 +63,11 @@ OPTIONAL_COLUMNS = {
     "sandbox": pl.String,
 }
 _TYPES = {"step_index": pl.Int32, "ok": pl.Boolean}
+# The engine every query of the miner collects with. polars' default ("auto") picks the streaming engine
+# here, whose results come in ~30 chunks per 1M rows; gathers and coalesces over chunked string columns
+# then cost 30-100x what they cost on one chunk (1M bench steps: features 1.63 -> 0.88 CPU-s, a batch's
+# mine_frame 4.3 -> 3.0), and the miner's frames fit in memory by construction (batches of whole files).
+ENGINE = "in-memory"
 _FIRST_ACTION = r'^\[\s*\{\s*"action"\s*:\s*"([A-Za-z_]+)"'
 ORIGIN = r"^([A-Za-z][A-Za-z0-9+.-]*://[^/?#]+)"
 HOST = r"^[A-Za-z][A-Za-z0-9+.-]*://([^/?#]+)"
@@ -94,6 +100,14 @@ _SAID_WORKED = (
 _SAID_TARGET = (
     r"""(?i)(?:click|tap|press|select|hit)(?:ing|s)?\s+(?:on\s+)?(?:the\s+)?["'“‘]([^"'”’\n]{1,60})["'”’]"""
 )
+
+
+# The evidence a finding rests on, weakest first; a finding records the strongest one that decided it.
+EVIDENCE_LEVELS = ("actions", "reasoning", "url", "ui_tree", "screenshot", "errors", "manifest")
+
+
+def _rank(level: str) -> pl.Expr:
+    return pl.lit(EVIDENCE_LEVELS.index(level), dtype=pl.Int8)
 
 
 def prev(expr: pl.Expr, n: int = 1) -> pl.Expr:
@@ -157,14 +171,18 @@ def _per_action(acts: pl.LazyFrame) -> pl.LazyFrame:
             target_name=pl.col("act").str.extract(_TARGET_NAME, 1),
             several=pl.col("act").str.contains("}, {", literal=True) | pl.col("act").str.contains("},{", literal=True),
         )
-        .with_columns(has_call_user=contains_action("call_user"), has_terminate=contains_action("terminate"))
+        .with_columns(
+            has_call_user=contains_action("call_user"),
+            has_terminate=contains_action("terminate"),
+            _target_kind=control_kind(pl.col("target_name")),
+        )
         .drop("act")
     )
 
 
 def step_features(steps: pl.LazyFrame | pl.DataFrame) -> pl.DataFrame:
     """Order once and derive the columns every detector shares, so no detector parses JSON twice."""
-    frame = steps.collect() if isinstance(steps, pl.LazyFrame) else steps
+    frame = steps.collect(engine=ENGINE) if isinstance(steps, pl.LazyFrame) else steps
     frame = in_trajectory_order(with_missing_columns(frame))
     tid = pl.col("trajectory_id").hash()  # 64-bit: two adjacent trajectories never collide in practice
     lf = frame.lazy().with_row_index("row").with_columns(same_prev=(tid.shift(1) == tid).fill_null(False))
@@ -176,8 +194,8 @@ def step_features(steps: pl.LazyFrame | pl.DataFrame) -> pl.DataFrame:
         tree=pl.when(pl.col("ui_tree_sha").is_not_null()).then(pl.col("ui_tree_sha").hash()),
         shot=pl.when(pl.col("screenshot_sha").is_not_null()).then(pl.col("screenshot_sha").hash()),
     ).with_columns(act_h=pl.col("act").hash())
-    base = lf.collect()
-    per_action = _per_action(base.lazy().select("act_h", "act").unique("act_h")).collect()
+    base = lf.collect(engine=ENGINE)
+    per_action = _per_action(base.lazy().select("act_h", "act").unique("act_h")).collect(engine=ENGINE)
     at = base["act_h"].replace_strict(  # each step's row in per_action: a hash lookup, then plain gathers
         per_action["act_h"], pl.int_range(per_action.height, eager=True, dtype=pl.UInt32), return_dtype=pl.UInt32
     )
@@ -204,74 +222,85 @@ def step_features(steps: pl.LazyFrame | pl.DataFrame) -> pl.DataFrame:
             & ~pl.col("url_changed").fill_null(False),
         )
         .with_columns(
-            evidence=pl.when(pl.col("failed"))
-            .then(pl.lit("errors"))
+            ev_rank=pl.when(pl.col("failed"))
+            .then(_rank("errors"))
             .when(pl.col("shot_changed").is_not_null())
-            .then(pl.lit("screenshot"))
+            .then(_rank("screenshot"))
             .when(pl.col("tree_changed").is_not_null())
-            .then(pl.lit("ui_tree"))
+            .then(_rank("ui_tree"))
             .when(pl.col("url_changed").fill_null(False))
-            .then(pl.lit("url"))
-            .otherwise(pl.lit("actions")),
+            .then(_rank("url"))
+            .otherwise(_rank("actions")),
         )
     )
-    out = _with_model_words(lf.drop("ui_tree_sha", "screenshot_sha", "actions_json").collect())
+    out = _with_model_words(lf.drop("ui_tree_sha", "screenshot_sha", "actions_json").collect(engine=ENGINE))
     return _with_sensitive(out.drop("raw_output").with_columns(first_origin=_first_origin(out)))
 
 
 def _with_model_words(features: pl.DataFrame) -> pl.DataFrame:
-    """`said_failed`, and `target_name` for coordinate clicks from the model's words. Only the rows that can
-    use them are searched - coordinate clicks and the steps right after one - since raw outputs are the
-    longest text of a step."""
+    """`said_failed`, and `target_name` for coordinate clicks from the model's words (with `_named_kind`, the
+    sensitive kind of the final target name). Only the rows that can use them are searched - coordinate
+    clicks and the steps right after one - since raw outputs are the longest text of a step, and each
+    distinct text once (a policy's outputs repeat)."""
     click = pl.col("targetless") & pl.col("action_name").is_in(CLICKS) & pl.col("raw_output").is_not_null()
     after_click = (pl.col("same_prev") & click.shift(1)).fill_null(False)
     wanted = features.select(click=click.fill_null(False), after=after_click)
     rows = (wanted["click"] | wanted["after"]).arg_true()
-    picked = features.select("raw_output").gather(rows).with_columns(click=wanted["click"].gather(rows))
-    said = picked.select(
+    picked = features.select("raw_output").gather(rows).with_columns(
+        h=pl.col("raw_output").hash(), click=wanted["click"].gather(rows)
+    )
+    texts = picked.select("h", "raw_output").unique("h")
+    picked = picked.drop("raw_output")
+    named = pl.coalesce(
+        pl.col("raw_output").str.extract_all(_SAID_TARGET).list.last().str.extract(_SAID_TARGET, 1),
+        pl.col("raw_output").str.extract(_SAID_PURPOSE, 1),
+    )
+    said = texts.select(
+        "h",
         failed=pl.col("raw_output").str.contains(_SAID_NO_EFFECT),
         worked=pl.col("raw_output").str.contains(_SAID_WORKED),
-        named=pl.when(pl.col("click")).then(
-            pl.coalesce(
-                pl.col("raw_output").str.extract_all(_SAID_TARGET).list.last().str.extract(_SAID_TARGET, 1),
-                pl.col("raw_output").str.extract(_SAID_PURPOSE, 1),
-            )
-        ),
+        named=named,
+    ).with_columns(kind=control_kind(pl.col("named")))
+    said = picked.join(said, on="h", how="left", maintain_order="left").with_columns(
+        named=pl.when(pl.col("click")).then("named"), kind=pl.when(pl.col("click")).then("kind")
     )
     n = features.height
     failed = pl.repeat(False, n, eager=True).scatter(rows, said["failed"]).fill_null(False)
     worked = pl.repeat(False, n, eager=True).scatter(rows, said["worked"]).fill_null(False)
     named = pl.repeat(None, n, dtype=pl.String, eager=True).scatter(rows, said["named"])
+    kind = pl.repeat(None, n, dtype=pl.String, eager=True).scatter(rows, said["kind"])
     return features.with_columns(
         said_failed=failed,
         said_worked=worked & ~failed,
+        _named_kind=pl.when(pl.col("target_name").is_not_null()).then(pl.col("_target_kind")).otherwise(kind),
         target_name=pl.coalesce(pl.col("target_name"), named),
-    )
+    ).drop("_target_kind")
 
 
 def _per_value(values: pl.Series, kind: Callable[[pl.Expr], pl.Expr]) -> pl.Series:
-    """`kind` of each value, computed once per distinct value (names and URLs repeat across millions of
-    steps; the regular expressions behind `kind` are the costly part)."""
-    distinct = values.drop_nulls().unique()
-    if distinct.is_empty():
-        return pl.Series(values.name, [None] * values.len(), dtype=pl.String)
-    table = pl.DataFrame({"v": distinct}).with_columns(k=kind(pl.col("v")))
+    """`kind` of each value, computed once per distinct value (URLs repeat across millions of steps; the
+    regular expressions behind `kind` are the costly part); only values with a kind are looked up."""
+    table = pl.DataFrame({"v": values.drop_nulls().unique()}).with_columns(k=kind(pl.col("v"))).drop_nulls("k")
+    if table.is_empty():
+        return pl.repeat(None, values.len(), dtype=pl.String, eager=True).alias(values.name)
     return values.replace_strict(table["v"], table["k"], default=None, return_dtype=pl.String)
 
 
 def _with_sensitive(features: pl.DataFrame) -> pl.DataFrame:
-    """`sens` and `sens_from` (see the module docstring)."""
-    named = _per_value(features["target_name"], control_kind)
-    next_url = features.select(pl.when(pl.col("same_next")).then(pl.col("url").shift(-1)))
-    observed = _per_value(next_url.to_series(), effect_kind)
+    """`sens` and `sens_from` (see the module docstring; `sens_from` is null where `sens` is)."""
+    named = pl.col("_named_kind")
+    observed = nxt(pl.lit(_per_value(features["url"], effect_kind)))
+    sens = pl.when(~pl.col("failed")).then(pl.coalesce(pl.col("sensitive"), named, observed))
     return features.with_columns(
-        sens=pl.when(~pl.col("failed")).then(pl.coalesce(pl.col("sensitive"), named, observed)),
-        sens_from=pl.when(pl.col("sensitive").is_not_null())
+        sens=sens,
+        sens_from=pl.when(sens.is_null())
+        .then(pl.lit(None, dtype=pl.String))
+        .when(pl.col("sensitive").is_not_null())
         .then(pl.lit("manifest"))
         .when(named.is_not_null())
         .then(pl.lit("actions"))
         .otherwise(pl.lit("url")),
-    )
+    ).drop("_named_kind")
 
 
 def _first_origin(features: pl.DataFrame) -> pl.Series:

@@ -31,7 +31,7 @@ import polars as pl
 import pyarrow as pa
 
 from flows.failure_mining.detectors import UNDECIDABLE_CHECKS, run_checks
-from flows.failure_mining.features import STEP_COLUMNS, attach_trajectories, prev, step_features
+from flows.failure_mining.features import ENGINE, STEP_COLUMNS, attach_trajectories, prev, step_features
 from flows.failure_mining.report import failures_chart_svg, summary_markdown
 from flows.failure_mining.rewards import DEFAULT_WEIGHTS, RewardWeights, step_rewards
 from lake import Lake, utcnow
@@ -282,7 +282,7 @@ def seed_rows(failures: pl.DataFrame, features: pl.DataFrame, run_id: str, now: 
     context = (
         features.lazy()
         .filter(
-            pl.col("trajectory_id").is_in(first.select("trajectory_id").collect()["trajectory_id"].implode())
+            pl.col("trajectory_id").is_in(first.select("trajectory_id").collect(engine=ENGINE)["trajectory_id"].implode())
         )
         .select(
             "trajectory_id",
@@ -316,7 +316,7 @@ def seed_rows(failures: pl.DataFrame, features: pl.DataFrame, run_id: str, now: 
         ),
         run_id=pl.lit(run_id),
         recorded_at=pl.lit(now),
-    ).collect()
+    ).collect(engine=ENGINE)
 
 
 def _undecidable_json(counts: pl.DataFrame) -> pl.DataFrame:
@@ -351,7 +351,7 @@ def mined_rows(
             .group_by("trajectory_id")
             .agg(missing_ui_tree=pl.col("tree").null_count(), missing_screenshot=pl.col("shot").null_count())
         )
-        parts.append(missing.unpivot(index="trajectory_id", variable_name="check", value_name="n").collect())
+        parts.append(missing.unpivot(index="trajectory_id", variable_name="check", value_name="n").collect(engine=ENGINE))
     parts = [p.select("trajectory_id", "check", pl.col("n").cast(pl.Int64)) for p in parts]
     listed = _undecidable_json(pl.concat(parts).filter(pl.col("n") > 0)) if parts else None
     rows = pl.DataFrame({"trajectory_id": trajectory_ids})

@@ -20,6 +20,8 @@ from dataclasses import asdict, dataclass
 
 import polars as pl
 
+from flows.failure_mining.features import ENGINE
+
 REWARD_KINDS = ("bad_args", "sensitive", "loop", "premature")
 
 
@@ -95,7 +97,7 @@ def step_rewards(
     steps: pl.DataFrame | pl.LazyFrame, findings: pl.DataFrame, weights: RewardWeights = DEFAULT_WEIGHTS
 ) -> pl.DataFrame:
     """Ct, Qt, St, Lt and the combined reward for every step of `steps` (trajectory_id, step_index)."""
-    steps = (steps.collect() if isinstance(steps, pl.LazyFrame) else steps).select(
+    steps = (steps.collect(engine=ENGINE) if isinstance(steps, pl.LazyFrame) else steps).select(
         "trajectory_id", "step_index"
     )
     severities = _by_position(steps, findings)
