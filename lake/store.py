@@ -150,7 +150,7 @@ class Lake:
     def _commit(self, table: str, data: pa.Table, key: str) -> str:
         """One Delta commit replacing the rows of `key`; retried on a conflict with another writer."""
         self._refuse_legacy(table)
-        data = data.append_column(BATCH_KEY, pa.array([key] * data.num_rows, pa.string()))
+        data = data.append_column(BATCH_KEY, pa.repeat(pa.scalar(key, pa.string()), data.num_rows))  # not a list: 1M rows 0.3 s
         uri = self.table_uri(table)
         predicate = f"{BATCH_KEY} = '{key.replace(chr(39), chr(39) * 2)}'"
         for attempt in range(_COMMIT_ATTEMPTS):

@@ -8,7 +8,8 @@ deterministic, so a reader can drop the duplicates such a crash could leave). Re
 
 Memory bounded: steps are read a batch of Parquet files at a time (at most `batch_steps` rows, whole
 files; writers land a trajectory's steps in one file, as rollouts and importers do; a trajectory found in
-several files has its files read together). A single file larger than `batch_steps` is read alone.
+several files has its files read together). A single file larger than `batch_steps` is read alone. While a
+batch is mined the next one is read and the previous one written: at most three batches are held.
 Outputs go through `write_frame`, which writes the lake's own schema in the lake's file layout from Arrow
 with the lake's atomic writer (Lake.write validates row by row, too slow for one reward row per step at
 10M steps); a background thread writes batch i while batch i+1 is mined.
@@ -67,9 +68,16 @@ class MiningSummary:
     chart: str | None = None
 
     def add(self, failures: pl.DataFrame, undecided: dict[str, int]) -> None:
-        for name, col in (("by_kind", "kind"), ("by_sandbox", "sandbox"), ("by_policy", "policy")):
-            _add_counts(getattr(self, name), failures, pl.col(col).fill_null("?"))
-        _add_counts(self.by_reason, failures, pl.concat_str("kind", pl.lit("/"), "reason"))
+        groups = failures.group_by("kind", "reason", "sandbox", "policy").len()  # one pass; few groups
+        for kind, reason, sandbox, policy, n in groups.iter_rows():
+            for into, key in (
+                (self.by_kind, kind),
+                (self.by_sandbox, sandbox),
+                (self.by_policy, policy),
+            ):
+                into["?" if key is None else key] = into.get("?" if key is None else key, 0) + n
+            key = None if kind is None or reason is None else f"{kind}/{reason}"
+            self.by_reason[key] = self.by_reason.get(key, 0) + n
         self.undecidable = dict(Counter(self.undecidable) + Counter(undecided))
         self.failures += failures.height
         self.failed_trajectories += failures["trajectory_id"].n_unique()
@@ -79,11 +87,6 @@ class MiningSummary:
 
     def to_json(self) -> dict:
         return asdict(self)
-
-
-def _add_counts(into: dict[str, int], frame: pl.DataFrame, key: pl.Expr) -> None:
-    for k, n in frame.group_by(key.alias("k")).len().iter_rows():
-        into[k] = into.get(k, 0) + n
 
 
 # ---- what to mine -----------------------------------------------------------------------------------------
@@ -455,10 +458,16 @@ def mine(
         summary.seconds = time.perf_counter() - t0
         return summary
     batches = step_batches(lake, pending, batch_steps)
-    with ThreadPoolExecutor(max_workers=1) as writer:  # writes batch i while batch i+1 is mined
+    # reads batch i+1 and writes batch i-1 while batch i is mined (polars and delta-rs leave the GIL)
+    with ThreadPoolExecutor(max_workers=1) as writer, ThreadPoolExecutor(max_workers=1) as reader:
         writing = None
+        reading = reader.submit(read_steps, lake, batches[0].files) if batches else None
         for index, batch in enumerate(batches):
-            out = mine_frame(read_steps(lake, batch.files), batch.trajectories, run_id, weights)
+            steps = reading.result()
+            if index + 1 < len(batches):
+                reading = reader.submit(read_steps, lake, batches[index + 1].files)
+            out = mine_frame(steps, batch.trajectories, run_id, weights)
+            del steps
             here = out["mined"]["trajectory_id"]
             if writing is not None:
                 writing.result()  # one batch in flight at most: memory stays bounded
