@@ -131,28 +131,25 @@ def canonical_origin(sandbox: str) -> str:
 
 
 # A page that draws the same on every load from a reset: its Math.random is a function of the sandbox, the
-# page's address and how many pages the tab has loaded since its reset (kept in window.name, which reloads
-# keep and a reset clears), so two loads of one episode do not draw the same ids (an app keeping ids it drew
-# before a reload would meet them again); and its clock reads one fixed instant until the page has loaded
-# (what start-up code seeds a generator with, or stamps demo data with), then runs on from it at the real
-# pace. Frames inside the page count no loads. crypto's random is left alone.
+# page's address and what the browser holds for it (storage and cookies), so a load after a reset, and any
+# reload that finds nothing new stored, draws the same numbers; a reload after the app stored records draws
+# others (an app keeping ids it drew before would meet them again). Its clock reads one fixed instant until
+# the page has loaded (what start-up code seeds a generator with, or stamps demo data with), then runs on at
+# the real pace. crypto's random is left alone.
 SEEDED_RANDOM_JS = r"""(() => {
   const hash = (s, h) => { for (let i = 0; i < s.length; i++) h = Math.imul(h ^ s.charCodeAt(i), 2654435761) >>> 0; return h; };
-  let loads = 0;
+  let held = '';
   try {
-    if (window.top === window && /^https?:$/.test(location.protocol)) {
-      const m = /^__flywheel_loads:(\d+)$/.exec(window.name);
-      loads = m ? +m[1] + 1 : 0;
-      if (!window.name || m) window.name = '__flywheel_loads:' + loads;
-    }
-  } catch (e) {}
-  let a = hash(location.pathname + '|' + loads, hash(%(sandbox)s, 2166136261));
+    const entries = s => Object.keys(s).sort().map(k => k + '=' + s.getItem(k)).join('&');
+    held = entries(localStorage) + '|' + entries(sessionStorage) + '|' + document.cookie.split('; ').sort().join('&');
+  } catch (e) {}  // an opaque origin has no storage
+  let a = hash(location.pathname + '|' + held, hash(%(sandbox)s, 2166136261));
   Math.random = function random() {
     a = (a + 0x6D2B79F5) >>> 0; let t = a;
     t = Math.imul(t ^ (t >>> 15), t | 1); t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
-  const Real = Date, start = %(start_ms)d + loads * 60000;
+  const Real = Date, start = %(start_ms)d;
   let loaded = null;
   addEventListener('load', () => { loaded = performance.now(); }, {once: true});
   const now = () => loaded === null ? start : start + Math.floor(performance.now() - loaded);
@@ -343,8 +340,7 @@ class WebDriver:
             else:
                 fresh[0] = True  # should clearing time out, the attempt after it starts a new context
                 self.context.clear_cookies()
-                self.page.evaluate("() => { try { localStorage.clear(); sessionStorage.clear(); } catch (e) {} "
-                                   "if (/^__flywheel_loads:/.test(window.name)) window.name = ''; }")  # loads count from the reset
+                self.page.evaluate("() => { try { localStorage.clear(); sessionStorage.clear(); } catch (e) {} }")
 
         self._retrying("reset", clean_browser)
         self._inflight = 0

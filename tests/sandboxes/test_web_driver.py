@@ -125,20 +125,23 @@ def _drawn_at_load(driver, shop_app) -> dict:
 
 def test_a_page_draws_the_same_random_numbers_and_clock_on_every_load_from_a_reset(shop_app, browser_host):
     """An app that makes up its data per load (random titles, shuffled order, a start-up stamp) is the same
-    app in the walk, the gate and every episode; two loads of one episode still draw differently."""
+    app in the walk, the gate and every episode, however often it is loaded; a reload after the app stored
+    something draws differently (ids it drew before the reload stay unique)."""
     driver = WebDriver(shop_app, browser_host)
     driver.reset(new_context=True)
     first = _drawn_at_load(driver, shop_app)
-    reloaded = _drawn_at_load(driver, shop_app)  # a second load of the same episode
+    reloaded = _drawn_at_load(driver, shop_app)  # a second load of the same episode, nothing stored
+    driver.page.evaluate("() => localStorage.setItem('todos', JSON.stringify([{id: 0.123}]))")
+    after_storing = _drawn_at_load(driver, shop_app)
     driver.reset(new_context=False)
     after_clearing = _drawn_at_load(driver, shop_app)
     driver.reset(new_context=True)
     in_a_new_context = _drawn_at_load(driver, shop_app)
     clock_runs = driver.probe(Probe("t", "js", "new Promise(r => { const a = Date.now(); setTimeout(() => r(Date.now() - a), 300); })"))
     driver.close()
-    assert first == after_clearing == in_a_new_context
+    assert first == reloaded == after_clearing == in_a_new_context
     assert first["at"] == "2026-01-01T12:00:00.000Z"
-    assert reloaded["r"] != first["r"], "two loads of one episode draw different numbers (ids drawn before a reload stay unique)"
+    assert after_storing["r"] != first["r"], "a reload after the app stored records draws other numbers"
     assert clock_runs >= 250, "after the page has loaded its clock runs at the real pace"
 
 
