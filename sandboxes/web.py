@@ -133,9 +133,9 @@ def canonical_origin(sandbox: str) -> str:
 # A page that draws the same on every load from a reset: its Math.random is a function of the sandbox, the
 # page's address and what the browser holds for it (storage and cookies), so a load after a reset, and any
 # reload that finds nothing new stored, draws the same numbers; a reload after the app stored records draws
-# others (an app keeping ids it drew before would meet them again). Its clock reads one fixed instant until
-# the page has loaded (what start-up code seeds a generator with, or stamps demo data with), then runs on at
-# the real pace. crypto's random is left alone.
+# others (an app keeping ids it drew before would meet them again). Its clock reads one fixed instant, in the
+# past, until the page has loaded (what start-up code seeds a generator with, or stamps demo data with), then
+# the real time (so ids and stamps made later are what they would be). crypto's random is left alone.
 SEEDED_RANDOM_JS = r"""(() => {
   const hash = (s, h) => { for (let i = 0; i < s.length; i++) h = Math.imul(h ^ s.charCodeAt(i), 2654435761) >>> 0; return h; };
   let held = '';
@@ -151,8 +151,8 @@ SEEDED_RANDOM_JS = r"""(() => {
   };
   const Real = Date, start = %(start_ms)d;
   let loaded = null;
-  addEventListener('load', () => { loaded = performance.now(); }, {once: true});
-  const now = () => loaded === null ? start : start + Math.floor(performance.now() - loaded);
+  addEventListener('load', () => { loaded = true; }, {once: true});
+  const now = () => loaded === null ? start : Real.now();
   const PageDate = function Date(...args) {
     if (!new.target) return new Real(now()).toString();
     return args.length ? new Real(...args) : new Real(now());
@@ -160,7 +160,7 @@ SEEDED_RANDOM_JS = r"""(() => {
   PageDate.prototype = Real.prototype; PageDate.now = now; PageDate.parse = Real.parse; PageDate.UTC = Real.UTC;
   window.Date = PageDate;
 })()"""
-PAGE_CLOCK_START_MS = 1_767_268_800_000  # 2026-01-01T12:00:00Z: what a reset app's pages read as "now" while loading
+PAGE_CLOCK_START_MS = 1_704_110_400_000  # 2024-01-01T12:00:00Z: what a reset app's pages read as "now" while loading
 
 
 def seeded_random_script(sandbox: str) -> str:
