@@ -406,14 +406,29 @@ class DiscoveryWalk:
                                            url_after=self._url(), text_after=self._text(), made_by=made_by))
 
     def _in_place_step(self, path: list[dict], editor: FieldInfo, page: str) -> Transition | None:
-        """Type over a text edited where it is shown (a tree editor's value, a cell), and leave it, which is
-        what commits such an edit."""
+        """Type over a text edited where it is shown (a tree editor's value, a cell); when typing alone does not
+        change the state, leave the field (Tab), which is what commits such an edit in most apps."""
         made = fill_action(editor, random.Random(f"{self.seed}-in-place-{editor.value}-{editor.target}"))
         if made is None:
             return None
         act, value = made
-        return self._simple("edit", path, [act, {"action": "key", "keys": ["Tab"]}], page, item=editor.value,
-                            slots=[Slot(0, editor, value)])
+        self._reset()
+        if not self._do(path):
+            return None
+        before = self.state.read()
+        actions = [act]
+        if not self._do(actions):
+            return None
+        diff = self.state.diff(before, self.state.read())
+        if not diff:
+            actions.append({"action": "key", "keys": ["Tab"]})
+            if not self._do(actions[-1:]):
+                return None
+            diff = self.state.diff(before, self.state.read())
+        t = Transition("edit", path, actions, diff, [Slot(0, editor, value)], item=editor.value, page=page,
+                       url_after=self._url(), text_after=self._text())
+        self.transitions.append(t)
+        return t
 
     def _item_step(self, path: list[dict], ctl: dict[str, Any], page: str, made_by: Transition | None = None,
                    last: dict[str, Any] | None = None, lead: list[dict] | None = None) -> Transition | None:
