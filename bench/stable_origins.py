@@ -8,7 +8,7 @@ curriculum, synthesize-tasks --from-failures, explore (bounded by steps, not min
 alike) and export-sft (route sft, images by reference, as the cycle exports), into its own lake with fixed
 run ids; the apps are served on a different local port each time. Prints the ports, the local-port strings
 found in each lake (tasks, validation runs, steps, trajectories, transitions, UI-tree blobs) and in each
-export, and whether the export shards are byte-identical.
+export, whether the export shards are byte-identical, and for screenshots that differ where their pixels do.
 """
 
 from __future__ import annotations
@@ -95,7 +95,8 @@ def main() -> None:
 
     app_process.free_port = recorded  # to print the ports the apps were served on
     manifests, _ = select(ARGS.sandbox or ["shop"])
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as scratch:
+        tmp = ARGS.keep or scratch
         runs = []
         for i in (1, 2):
             start = len(ports)
@@ -114,6 +115,38 @@ def main() -> None:
         for fa, fb, ok in zip(files_a, files_b, same):
             if not ok:
                 print(f"  {fa.name} vs {fb.name}: " + "; ".join(shard_differences(fa, fb)))
+        (lake_a, _), (lake_b, _) = runs
+        for line in screenshot_differences(lake_a, lake_b):
+            print("  " + line)
+
+
+def screenshot_differences(a: Lake, b: Lake) -> list[str]:
+    """The screenshots of the same step (trajectory id and step index) that differ between two lakes, and
+    where their pixels do: the bounding box of the differing pixels and how many there are."""
+    import io
+
+    from PIL import Image, ImageChops
+
+    query = "SELECT trajectory_id, step_index, screenshot_sha, url FROM steps WHERE screenshot_sha IS NOT NULL"
+    shots_b = {(r["trajectory_id"], r["step_index"]): r["screenshot_sha"] for r in b.query(query)}
+    rows = sorted(a.query(query), key=lambda r: (r["trajectory_id"], r["step_index"]))
+    common = [r for r in rows if (r["trajectory_id"], r["step_index"]) in shots_b]
+    out = []
+    for r in common:
+        other = shots_b[(r["trajectory_id"], r["step_index"])]
+        if other == r["screenshot_sha"]:
+            continue
+        ia, ib = (Image.open(io.BytesIO(lake.read_blob(sha))).convert("RGB") for lake, sha in ((a, r["screenshot_sha"]), (b, other)))
+        if ia.size != ib.size:
+            out.append(f"{r['trajectory_id']}#{r['step_index']} {r['url']}: sizes {ia.size} vs {ib.size}")
+            continue
+        diff = ImageChops.difference(ia, ib)
+        box = diff.getbbox()
+        changed = sum(1 for px in diff.convert("L").getdata() if px)
+        out.append(f"{r['trajectory_id']}#{r['step_index']} {r['url']}: " + (
+            f"{changed} pixels differ in box {box}" if box else "same pixels, different bytes"))
+    return [f"screenshots of the same step that differ: {len(out)} of {len(common)} "
+            f"({len(rows) - len(common)} steps only in run 1)", *out]
 
 
 def shard_differences(a: Path, b: Path) -> list[str]:
@@ -138,5 +171,6 @@ if __name__ == "__main__":
     ap.add_argument("--sandbox", action="append", help="a shipped sandbox (repeatable; default shop)")
     ap.add_argument("--count", type=int, default=8)
     ap.add_argument("--explore-steps", type=int, default=20)
+    ap.add_argument("--keep", help="a folder to keep both runs' lakes and exports in (default: a temporary one)")
     ARGS = ap.parse_args()
     main()
