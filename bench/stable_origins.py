@@ -6,7 +6,7 @@ Each run is one iteration of `cycle` in plain library code (the flow's stages, n
 (the static agent, seed 0), a scripted-noisy rollout the curriculum's pools choose, judge, mine-failures,
 curriculum, synthesize-tasks --from-failures, explore (bounded by steps, not minutes, so both runs explore
 alike) and export-sft (route sft, images by reference, as the cycle exports), into its own lake with fixed
-run ids; the apps are served on a different local port each time. Prints the ports, the local-port strings
+run ids. The two runs go at once, so their apps are served on different local ports. Prints the ports, the local-port strings
 found in each lake (tasks, validation runs, steps, trajectories, transitions, UI-tree blobs) and in each
 export, whether the export shards are byte-identical, and for screenshots that differ where their pixels do.
 """
@@ -14,9 +14,11 @@ export, whether the export shards are byte-identical, and for screenshots that d
 from __future__ import annotations
 
 import argparse
+import builtins
 import re
 import sys
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -57,11 +59,14 @@ def port_strings_in_lake(lake: Lake) -> int:
     return hits
 
 
-def one_cycle(manifests, root: Path) -> tuple[Lake, Path]:
+def one_cycle(manifests, root: Path, run: int) -> tuple[Lake, Path]:
+    def print(*parts: str) -> None:  # the two runs print at once: each line says whose it is
+        builtins.print(f"run {run}:", *parts, flush=True)
+
     lake = Lake(root / "lake")
     for m in manifests:
         summary = synthesize_sandbox(m, lake, "origins-synth", count=ARGS.count, seed=0)
-        print(f"  {m.name}: verified {summary.verified} of {summary.candidates}")
+        print(f"{m.name}: verified {summary.verified} of {summary.candidates}")
     lake.refresh_catalog()
     rolled = rollout(lake, "origins-rollout", "scripted-noisy", [m.name for m in manifests])
     judge_pending(lake, "origins-judge")
@@ -74,13 +79,13 @@ def one_cycle(manifests, root: Path) -> tuple[Lake, Path]:
         plan = plan_from_failures(m, lake, 4, "scripted-noisy")
         if plan.new:
             count_gated(plan.summary, gate_batch(m, lake, "origins-targeted", "from-failures", plan.skills, plan.new, 0))
-        print(f"  {m.name}: {len(plan.new)} targeted candidates, verified {plan.summary.verified}")
+        print(f"{m.name}: {len(plan.new)} targeted candidates, verified {plan.summary.verified}")
         lake.refresh_catalog()
         explored = explore_sandbox(m, lake, "origins-explore", areas_k=2, steps=ARGS.explore_steps, minutes=60, seed=1)
-        print(f"  {m.name}: explore verified {explored.to_json().get('verified')}")
+        print(f"{m.name}: explore verified {explored.to_json().get('verified')}")
         lake.refresh_catalog()
     result = export_sft(lake, ExportConfig(name="origins", images="ref"), out=root / "exports", run_id="origins-export")
-    print(f"  rollout {sum(sum(e.values()) for e in rolled.sandboxes.values())} episodes; export {result.status}, "
+    print(f"rollout {sum(sum(e.values()) for e in rolled.sandboxes.values())} episodes; export {result.status}, "
           f"{result.counts.get('rows')} rows")
     return lake, Path(result.path)
 
@@ -95,14 +100,13 @@ def main() -> None:
 
     app_process.free_port = recorded  # to print the ports the apps were served on
     manifests, _ = select(ARGS.sandbox or ["shop"])
-    with tempfile.TemporaryDirectory() as scratch:
+    with tempfile.TemporaryDirectory() as scratch, ThreadPoolExecutor(2) as pool:
         tmp = ARGS.keep or scratch
-        runs = []
-        for i in (1, 2):
-            start = len(ports)
-            print(f"run {i}:")
-            runs.append(one_cycle(manifests, Path(tmp) / f"run{i}"))
-            print(f"  app ports: {sorted(set(ports[start:]))}")
+        # both runs at once: their apps are live together, so they cannot share a port, and the bench takes
+        # as long as one run (each is also loaded by the other: timing differs between them all the more)
+        futures = [pool.submit(one_cycle, manifests, Path(tmp) / f"run{i}", i) for i in (1, 2)]
+        runs = [f.result() for f in futures]
+        print(f"app ports (both runs, apps live at the same time): {sorted(set(ports))}")
         pattern = re.compile(LOCAL_PORT.encode())
         for i, (lake, export) in enumerate(runs, 1):
             in_export = sum(len(pattern.findall(f.read_bytes())) for f in sorted((export / "data").glob("*.parquet")))
