@@ -160,7 +160,10 @@ def references(manifest: dict[str, Any]) -> str:
         return ""
     column = "images" if manifest["config"]["format"] == "messages" else "screenshot"
     feature, value = (("List(Image(decode=False))", "[{'bytes': None, 'path': f'{LAKE}/{i[\"path\"]}'} for i in r[COLUMN]]")
-                      if column == "images" else ("Image(decode=False)", "{'bytes': None, 'path': f'{LAKE}/{r[COLUMN][\"path\"]}'}"))
+                      if column == "images" else ("Image(decode=False)",
+                                                  "{'bytes': None, 'path': f'{LAKE}/{r[COLUMN][\"path\"]}'} if r[COLUMN] else None"))
+    trainers = ("Trainers that open the paths themselves (LLaMA-Factory) open them relative to their working directory:"
+                " start\nthem in the lake's root.\n") if column == "images" else ""
     return f"""
 Images are referenced, not embedded: each `{column}` value has `bytes` null and `path` the blob's key, its path
 relative to the root of the lake it was exported from (`blobs/sha256/<ab>/<cd>/<sha256>`, the same wherever the
@@ -171,9 +174,7 @@ LAKE, COLUMN = {manifest['lineage']['lake']!r}, {column!r}  # lineage.lake in ma
 ds = ds.cast_column(COLUMN, {feature})
 ds = ds.map(lambda r: {{COLUMN: {value}}}).cast_column(COLUMN, {feature.replace("decode=False", "")})
 ```
-Trainers that open the paths themselves (LLaMA-Factory) open them relative to their working directory: start
-them in the lake's root.
-"""
+{trainers}"""
 
 
 def write_card(folder: Path, manifest: dict[str, Any], manifest_hash: str, gate: dict[str, Any],
