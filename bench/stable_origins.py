@@ -6,17 +6,19 @@ Each run is one iteration of `cycle` in plain library code (the flow's stages, n
 (the static agent, seed 0), a scripted-noisy rollout the curriculum's pools choose, judge, mine-failures,
 curriculum, synthesize-tasks --from-failures, explore (bounded by steps, not minutes, so both runs explore
 alike) and export-sft (route sft, images by reference, as the cycle exports), into its own lake with fixed
-run ids; the apps are served on a different local port each time. Prints the ports, the local-port strings
+run ids. The two runs go at once, so their apps are served on different local ports. Prints the ports, the local-port strings
 found in each lake (tasks, validation runs, steps, trajectories, transitions, UI-tree blobs) and in each
-export, and whether the export shards are byte-identical.
+export, whether the export shards are byte-identical, and for screenshots that differ where their pixels do.
 """
 
 from __future__ import annotations
 
 import argparse
+import builtins
 import re
 import sys
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -57,11 +59,14 @@ def port_strings_in_lake(lake: Lake) -> int:
     return hits
 
 
-def one_cycle(manifests, root: Path) -> tuple[Lake, Path]:
+def one_cycle(manifests, root: Path, run: int) -> tuple[Lake, Path]:
+    def print(*parts: str) -> None:  # the two runs print at once: each line says whose it is
+        builtins.print(f"run {run}:", *parts, flush=True)
+
     lake = Lake(root / "lake")
     for m in manifests:
         summary = synthesize_sandbox(m, lake, "origins-synth", count=ARGS.count, seed=0)
-        print(f"  {m.name}: verified {summary.verified} of {summary.candidates}")
+        print(f"{m.name}: verified {summary.verified} of {summary.candidates}")
     lake.refresh_catalog()
     rolled = rollout(lake, "origins-rollout", "scripted-noisy", [m.name for m in manifests])
     judge_pending(lake, "origins-judge")
@@ -74,13 +79,13 @@ def one_cycle(manifests, root: Path) -> tuple[Lake, Path]:
         plan = plan_from_failures(m, lake, 4, "scripted-noisy")
         if plan.new:
             count_gated(plan.summary, gate_batch(m, lake, "origins-targeted", "from-failures", plan.skills, plan.new, 0))
-        print(f"  {m.name}: {len(plan.new)} targeted candidates, verified {plan.summary.verified}")
+        print(f"{m.name}: {len(plan.new)} targeted candidates, verified {plan.summary.verified}")
         lake.refresh_catalog()
         explored = explore_sandbox(m, lake, "origins-explore", areas_k=2, steps=ARGS.explore_steps, minutes=60, seed=1)
-        print(f"  {m.name}: explore verified {explored.to_json().get('verified')}")
+        print(f"{m.name}: explore verified {explored.to_json().get('verified')}")
         lake.refresh_catalog()
     result = export_sft(lake, ExportConfig(name="origins", images="ref"), out=root / "exports", run_id="origins-export")
-    print(f"  rollout {sum(sum(e.values()) for e in rolled.sandboxes.values())} episodes; export {result.status}, "
+    print(f"rollout {sum(sum(e.values()) for e in rolled.sandboxes.values())} episodes; export {result.status}, "
           f"{result.counts.get('rows')} rows")
     return lake, Path(result.path)
 
@@ -95,13 +100,13 @@ def main() -> None:
 
     app_process.free_port = recorded  # to print the ports the apps were served on
     manifests, _ = select(ARGS.sandbox or ["shop"])
-    with tempfile.TemporaryDirectory() as tmp:
-        runs = []
-        for i in (1, 2):
-            start = len(ports)
-            print(f"run {i}:")
-            runs.append(one_cycle(manifests, Path(tmp) / f"run{i}"))
-            print(f"  app ports: {sorted(set(ports[start:]))}")
+    with tempfile.TemporaryDirectory() as scratch, ThreadPoolExecutor(2) as pool:
+        tmp = ARGS.keep or scratch
+        # both runs at once: their apps are live together, so they cannot share a port, and the bench takes
+        # as long as one run (each is also loaded by the other: timing differs between them all the more)
+        futures = [pool.submit(one_cycle, manifests, Path(tmp) / f"run{i}", i) for i in (1, 2)]
+        runs = [f.result() for f in futures]
+        print(f"app ports (both runs, apps live at the same time): {sorted(set(ports))}")
         pattern = re.compile(LOCAL_PORT.encode())
         for i, (lake, export) in enumerate(runs, 1):
             in_export = sum(len(pattern.findall(f.read_bytes())) for f in sorted((export / "data").glob("*.parquet")))
@@ -114,6 +119,38 @@ def main() -> None:
         for fa, fb, ok in zip(files_a, files_b, same):
             if not ok:
                 print(f"  {fa.name} vs {fb.name}: " + "; ".join(shard_differences(fa, fb)))
+        (lake_a, _), (lake_b, _) = runs
+        for line in screenshot_differences(lake_a, lake_b):
+            print("  " + line)
+
+
+def screenshot_differences(a: Lake, b: Lake) -> list[str]:
+    """The screenshots of the same step (trajectory id and step index) that differ between two lakes, and
+    where their pixels do: the bounding box of the differing pixels and how many there are."""
+    import io
+
+    from PIL import Image, ImageChops
+
+    query = "SELECT trajectory_id, step_index, screenshot_sha, url FROM steps WHERE screenshot_sha IS NOT NULL"
+    shots_b = {(r["trajectory_id"], r["step_index"]): r["screenshot_sha"] for r in b.query(query)}
+    rows = sorted(a.query(query), key=lambda r: (r["trajectory_id"], r["step_index"]))
+    common = [r for r in rows if (r["trajectory_id"], r["step_index"]) in shots_b]
+    out = []
+    for r in common:
+        other = shots_b[(r["trajectory_id"], r["step_index"])]
+        if other == r["screenshot_sha"]:
+            continue
+        ia, ib = (Image.open(io.BytesIO(lake.read_blob(sha))).convert("RGB") for lake, sha in ((a, r["screenshot_sha"]), (b, other)))
+        if ia.size != ib.size:
+            out.append(f"{r['trajectory_id']}#{r['step_index']} {r['url']}: sizes {ia.size} vs {ib.size}")
+            continue
+        diff = ImageChops.difference(ia, ib)
+        box = diff.getbbox()
+        changed = sum(1 for px in diff.convert("L").getdata() if px)
+        out.append(f"{r['trajectory_id']}#{r['step_index']} {r['url']}: " + (
+            f"{changed} pixels differ in box {box}" if box else "same pixels, different bytes"))
+    return [f"screenshots of the same step that differ: {len(out)} of {len(common)} "
+            f"({len(rows) - len(common)} steps only in run 1)", *out]
 
 
 def shard_differences(a: Path, b: Path) -> list[str]:
@@ -138,5 +175,6 @@ if __name__ == "__main__":
     ap.add_argument("--sandbox", action="append", help="a shipped sandbox (repeatable; default shop)")
     ap.add_argument("--count", type=int, default=8)
     ap.add_argument("--explore-steps", type=int, default=20)
+    ap.add_argument("--keep", help="a folder to keep both runs' lakes and exports in (default: a temporary one)")
     ARGS = ap.parse_args()
     main()

@@ -229,7 +229,7 @@ def main(argv: list[str] | None = None) -> int:
     per = ex.add_mutually_exclusive_group()
     per.add_argument("--per-step", dest="per", action="store_const", const="step", help="one row per step (default)")
     per.add_argument("--per-trajectory", dest="per", action="store_const", const="trajectory", help="one row per trajectory")
-    ex.add_argument("--images", default="embed", choices=["embed", "ref"], help="embed image bytes (default) or reference lake blobs")
+    ex.add_argument("--images", default="embed", choices=["embed", "ref"], help="embed image bytes (default) or reference lake blobs by key (a path relative to the lake root)")
     ex.add_argument("--protocol", default="qwen-xml", choices=["qwen-xml", "openai"],
                     help="assistant actions as Qwen computer_use <tool_call> XML (default) or OpenAI tool_calls")
     ex.add_argument("--max-per-sandbox", type=positive_int, help="balance: at most N trajectories per sandbox")

@@ -10,7 +10,7 @@ writer held) and validates pandas frames with GX, in chunks so memory stays boun
   text    every text the rows carry (message parts, tool-call arguments; for action-rl the request, URL,
           action, error): roles and part types in their sets, and no PII pattern left (one expectation
           per kind, so a report says which kind slipped through);
-  images  every image decodes (PIL), embedded or referenced (each distinct one once).
+  images  every image decodes (PIL), embedded or referenced by blob key (each distinct one once).
 The result is JSON-able: success, and per expectation its suite, type, column, success, unexpected count
 and examples (PII examples masked). GX is imported here only, when a gate runs (it costs ~3 s).
 """
@@ -20,7 +20,7 @@ from __future__ import annotations
 import io
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +37,9 @@ LOCAL_PORT = r"(?:127\.0\.0\.1|localhost):\d+"
 
 
 def gate_export(folder: Path, manifest: dict[str, Any], pii_patterns: dict[str, str],
-                expected_schema: pa.Schema) -> dict[str, Any]:
+                expected_schema: pa.Schema, read_reference: Callable[[str], bytes] | None = None) -> dict[str, Any]:
+    """read_reference(key) reads an image referenced by its blob key; by default the file at that key
+    under the manifest's `lineage.lake` (a local lake)."""
     gx = _gx()
     fmt = manifest["config"]["format"]
     validator = _Validator(gx)
@@ -46,7 +48,13 @@ def gate_export(folder: Path, manifest: dict[str, Any], pii_patterns: dict[str, 
     for rows, text in _chunks(folder, manifest, fmt):
         validator.run("rows", rows, _rows_suite(gx, fmt, verdicts))
         validator.run("text", text, _text_suite(gx, fmt, pii_patterns))
-    validator.run("images", _every_image(folder, manifest, fmt), _images_suite(gx))
+    if read_reference is None:
+        lake_root = Path(manifest["lineage"]["lake"])
+
+        def read_reference(key: str) -> bytes:
+            return (lake_root / key).read_bytes()
+
+    validator.run("images", _every_image(folder, manifest, fmt, read_reference), _images_suite(gx))
     return validator.report(pii_patterns)
 
 
@@ -218,7 +226,7 @@ def _placeholders(conversations: pa.ListArray):
                        minlength=len(conversations)).astype(int)
 
 
-def _every_image(folder: Path, manifest: dict[str, Any], fmt: str):
+def _every_image(folder: Path, manifest: dict[str, Any], fmt: str, read_reference: Callable[[str], bytes]):
     """Every distinct image the shards carry, decoded with PIL, a row group at a time: a published image
     that is not one (a host file an import referenced, a truncated PNG) fails the gate wherever it sits."""
     import hashlib
@@ -236,15 +244,15 @@ def _every_image(folder: Path, manifest: dict[str, Any], fmt: str):
                 key = hashlib.sha256(img["bytes"]).digest() if img.get("bytes") is not None else img.get("path")
                 if key not in seen:
                     seen.add(key)
-                    out.append(_decode(img))
+                    out.append(_decode(img, read_reference))
     return pd.DataFrame(out, columns=["path", "decodable", "width", "height"])
 
 
-def _decode(img: dict) -> dict:
+def _decode(img: dict, read_reference: Callable[[str], bytes]) -> dict:
     from PIL import Image
 
     try:
-        data = img["bytes"] if img.get("bytes") is not None else Path(img["path"]).read_bytes()
+        data = img["bytes"] if img.get("bytes") is not None else read_reference(img["path"])
         with Image.open(io.BytesIO(data)) as im:
             im.load()
             return {"path": img.get("path"), "decodable": True, "width": im.width, "height": im.height}

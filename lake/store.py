@@ -180,7 +180,7 @@ class Lake:
                 with fs.open_output_stream(path) as out:  # an object PUT is atomic: readers never see half of it
                     out.write(data)
             return digest
-        path = self.root / "blobs" / "sha256" / digest[:2] / digest[2:4] / digest
+        path = self.root / blob_key(digest)
         if not path.exists():
             path.parent.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
@@ -193,20 +193,20 @@ class Lake:
         if self.remote:
             fs, path = self._blob_fs(digest)
             return fs.get_file_info(path).type.name == "File"
-        return (self.root / "blobs" / "sha256" / digest[:2] / digest[2:4] / digest).is_file()
+        return (self.root / blob_key(digest)).is_file()
 
     def read_blob(self, digest: str) -> bytes:
         if self.remote:
             fs, path = self._blob_fs(digest)
             with fs.open_input_stream(path) as src:
                 return src.read()
-        return (self.root / "blobs" / "sha256" / digest[:2] / digest[2:4] / digest).read_bytes()
+        return (self.root / blob_key(digest)).read_bytes()
 
     def blob_location(self, digest: str) -> str:
         """Where a blob lives: a local path, or its object-store URI."""
         if self.remote:
-            return f"{self.uri}/blobs/sha256/{digest[:2]}/{digest[2:4]}/{digest}"
-        return str(self.root / "blobs" / "sha256" / digest[:2] / digest[2:4] / digest)
+            return f"{self.uri}/{blob_key(digest)}"
+        return str(self.root / blob_key(digest))
 
     def _blob_fs(self, digest: str):
         return self._object_store(), self.blob_location(digest).split("://", 1)[1]
@@ -395,6 +395,22 @@ class Lake:
                     f"QUALIFY row_number() OVER (PARTITION BY {key} ORDER BY {order} DESC) = 1"
                 )
         return stmts
+
+
+def blob_key(digest: str) -> str:
+    """A blob's path inside any lake, local or remote: the same wherever the lake sits."""
+    return f"blobs/sha256/{digest[:2]}/{digest[2:4]}/{digest}"
+
+
+def blob_digest(key: str) -> str:
+    """The digest a blob key names; ValueError for anything that is not one (a path elsewhere, `..`)."""
+    match = _BLOB_KEY.fullmatch(key or "")
+    if not match or match["digest"][:2] != match["a"] or match["digest"][2:4] != match["b"]:
+        raise ValueError(f"{key!r} is not a lake blob key (blobs/sha256/<ab>/<cd>/<sha256>)")
+    return match["digest"]
+
+
+_BLOB_KEY = re.compile(r"blobs/sha256/(?P<a>[0-9a-f]{2})/(?P<b>[0-9a-f]{2})/(?P<digest>[0-9a-f]{64})")
 
 
 def _renamed_keys(table: str, column: str) -> str:

@@ -56,6 +56,11 @@ CHROMIUM_ARGS = [
     # Sandboxes are offline: a page's request to an outside host (a web font, analytics) fails at once
     # instead of waiting on DNS and holding up the load event (5-12 s for jKanban's demo font here).
     "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE localhost, EXCLUDE 127.0.0.1",
+    # A screenshot shows the page, not its paint history: with partial raster Chromium re-rasters only the
+    # invalidated part of a tile, so the anti-aliased edges beside it (a rounded field's corner) keep an
+    # earlier raster, off by one in a channel; which frames a step produced depends on load, so the same
+    # steps gave different screenshots (7 of 56 in bench/stable_origins.py).
+    "--disable-partial-raster",
     # Chromium takes the last --disable-features, so this repeats the features Playwright disables
     # and adds RenderDocument: a new frame host per same-site navigation costs ~35% more CPU per
     # page load (measured: 99 -> 62 ms CPU per navigation on the shop; bench/validation.py).
@@ -515,9 +520,15 @@ class WebDriver:
             url=self.canonical(self.page.url),
             title=self.page.title(),
             ui_tree=self.canonical(self.page.locator("body").aria_snapshot()),
-            screenshot=self.page.screenshot() if screenshot else None,
+            screenshot=self._screenshot() if screenshot else None,
             screen_size=self.profile.screen_pixels if self.profile else self.viewport,  # the screenshot's size
         )
+
+    def _screenshot(self) -> bytes:
+        """The screen once it has come to rest: CSS transitions and animations finished (a finite one is
+        fast-forwarded to its end, an infinite one shown at its start), the text caret hidden, so a capture
+        does not depend on how long after the step it was taken."""
+        return self.page.screenshot(animations="disabled", caret="hide")
 
     def locate(self, target: Target):
         scope = self.page

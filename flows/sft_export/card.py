@@ -154,6 +154,29 @@ def write_dataset_info(folder: Path, manifest: dict[str, Any]) -> None:
         (folder / "dataset_info.json").write_text(json.dumps(info, indent=2) + "\n")
 
 
+def references(manifest: dict[str, Any]) -> str:
+    """How to decode images referenced by blob key (`--images ref`): join the keys to the lake's root."""
+    if manifest["config"]["images"] != "ref":
+        return ""
+    column = "images" if manifest["config"]["format"] == "messages" else "screenshot"
+    feature, value = (("List(Image(decode=False))", "[{'bytes': None, 'path': f'{LAKE}/{i[\"path\"]}'} for i in r[COLUMN]]")
+                      if column == "images" else ("Image(decode=False)",
+                                                  "{'bytes': None, 'path': f'{LAKE}/{r[COLUMN][\"path\"]}'} if r[COLUMN] else None"))
+    trainers = ("Trainers that open the paths themselves (LLaMA-Factory) open them relative to their working directory:"
+                " start\nthem in the lake's root.\n") if column == "images" else ""
+    return f"""
+Images are referenced, not embedded: each `{column}` value has `bytes` null and `path` the blob's key, its path
+relative to the root of the lake it was exported from (`blobs/sha256/<ab>/<cd>/<sha256>`, the same wherever the
+lake sits). Join the keys to the lake's root before decoding:
+```python
+from datasets import Image, List
+LAKE, COLUMN = {manifest['lineage']['lake']!r}, {column!r}  # lineage.lake in manifest.json
+ds = ds.cast_column(COLUMN, {feature})
+ds = ds.map(lambda r: {{COLUMN: {value}}}).cast_column(COLUMN, {feature.replace("decode=False", "")})
+```
+{trainers}"""
+
+
 def write_card(folder: Path, manifest: dict[str, Any], manifest_hash: str, gate: dict[str, Any],
                schema: pa.Schema) -> None:
     import yaml
@@ -187,7 +210,7 @@ template: qwen2_vl
 
 A `{cfg['format']}` dataset exported by the flywheel's `export-sft`
 ({'one row per ' + cfg['per'] if cfg['format'] == 'messages' else 'one row per step'};
-actions as `{cfg['protocol']}`; images {'embedded' if cfg['images'] == 'embed' else 'referenced by blob path'}).
+actions as `{cfg['protocol']}`; images {'embedded' if cfg['images'] == 'embed' else 'referenced by blob key'}).
 Manifest hash `{manifest_hash}`, config hash `{manifest['config_hash']}`.
 Quality gate: {'passed' if gate['success'] else 'FAILED'} ({gate['statistics']['evaluated']} expectations; `gate.json`).
 {licence} The screenshots show sandbox apps that keep their own licences (see the sources below).
@@ -199,7 +222,7 @@ ds = load_dataset("parquet", data_files="data/train-*.parquet", split="train")
 ```
 or `polars.scan_parquet("data/*.parquet")`, or DuckDB `SELECT * FROM 'data/*.parquet'`. TRL reads `messages`
 and `images`.
-{llama}
+{references(manifest)}{llama}
 ## Counts
 {c['rows']} rows from {c['trajectories']} trajectories ({c['steps']} steps, {c['images']} images);
 {c['considered']} trajectories considered.

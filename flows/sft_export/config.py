@@ -22,7 +22,7 @@ class ExportConfig(BaseModel):
     name: str
     format: Literal["messages", "action-rl"] = "messages"
     per: Literal["step", "trajectory"] = "step"  # messages: one row per step or per trajectory
-    images: Literal["embed", "ref"] = "embed"  # image bytes in the Parquet, or the blob's path and hash
+    images: Literal["embed", "ref"] = "embed"  # image bytes in the Parquet, or the blob's key (path relative to the lake root)
     protocol: Literal["qwen-xml", "openai"] = "qwen-xml"  # how assistant turns carry actions
     since: str | None = None  # only trajectories recorded at or after this time (ISO 8601)
     negatives: bool = False  # also export failed trajectories (their verdict column says so)

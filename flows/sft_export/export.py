@@ -23,6 +23,7 @@ from flows.sft_export.formats import ROW_FACTS, SCHEMAS, STEP_COLUMNS, RowBuilde
 from flows.sft_export.scrub import PII_PATTERNS, Scrubber
 from flows.sft_export.shards import ShardWriter, file_sha256
 from lake import Lake
+from lake.store import blob_digest
 
 
 @dataclass
@@ -147,7 +148,7 @@ def _build(lake, con, config, cur, folder: Path, name_dir: Path, run_id: str, pr
     gate_bar = progress.add_task("quality gate (Great Expectations)", total=None) if progress else None
     from lake.quality import gate_export
 
-    gate = gate_export(folder, manifest, PII_PATTERNS, schema)
+    gate = gate_export(folder, manifest, PII_PATTERNS, schema, lambda key: lake.read_blob(blob_digest(key)))
     if progress:
         progress.update(gate_bar, total=1, completed=1)
 

@@ -3,7 +3,8 @@
 `messages` is the chat layout TRL and LLaMA-Factory train on: `messages` is a list of
 {role, content: [{type: text|image, text}], tool_calls}, and `images` holds the pictures of the image
 parts in order, in the Hugging Face `Image` layout {bytes, path} (schema metadata tells `datasets` to
-decode them). A system prompt states the action protocol; a user turn carries the request, the history
+decode them). By reference (`images="ref"`) bytes is null and path the blob's key relative to the lake's
+root, `blobs/sha256/<ab>/<cd>/<sha256>`. A system prompt states the action protocol; a user turn carries the request, the history
 and the screenshot; an assistant turn carries the action as Qwen `computer_use` XML tool calls
 (`protocol="qwen-xml"`) or OpenAI `tool_calls` (`protocol="openai"`), written by
 `sandboxes.action_parsing`. One row per step (the history is a text list of earlier actions) or one per
@@ -36,6 +37,7 @@ from urllib.parse import urljoin, urlsplit
 import pyarrow as pa
 
 from flows.sft_export.config import ExportConfig
+from lake.store import blob_key
 from sandboxes.action_parsing import COMPUTER_USE_TOOL, SHELL_TOOL, to_openai_tool_calls, to_qwen_xml
 from sandboxes.actions import Check, Click, Drag, Goto, Key, Select, Shell, Type, dump_actions, parse_actions
 
@@ -250,11 +252,13 @@ ImageReader = Callable[[str], dict]  # blob sha -> {bytes, path}
 
 
 def image_reader(lake: Lake, mode: str) -> ImageReader:
-    """Embed the blob's bytes, or reference it by its path in the lake (decodable where the lake is)."""
+    """Embed the blob's bytes, or reference it by its key, its path relative to the lake's root
+    (`blobs/sha256/<ab>/<cd>/<sha256>`): the same wherever the lake sits, so two lakes with the same
+    content export the same bytes. The manifest's `lineage.lake` names the lake the keys are in."""
 
     def read(sha: str) -> dict:
         if mode == "ref":
-            return {"bytes": None, "path": lake.blob_location(sha)}
+            return {"bytes": None, "path": blob_key(sha)}
         data = lake.read_blob(sha)
         ext = "jpg" if data[:3] == b"\xff\xd8\xff" else "webp" if data[8:12] == b"WEBP" else "png"
         return {"bytes": data, "path": f"{sha}.{ext}"}

@@ -369,8 +369,34 @@ def test_openai_protocol_and_image_references(lake, tmp_path):
     parsed = parse_model_output({"role": "assistant", "content": "", "tool_calls": assistant["tool_calls"]})
     assert [a.action for a in parsed.actions] == ["triple_click", "type"]
     image = rows[0]["images"][0]
-    assert image["bytes"] is None and Path(image["path"]).read_bytes() == lake.read_blob(rows[0]["image_shas"][0])
+    # referenced by the blob's key, its path relative to the lake's root: the same wherever the lake sits
+    assert image["bytes"] is None and image["path"] == f"blobs/sha256/{rows[0]['image_shas'][0][:2]}/{rows[0]['image_shas'][0][2:4]}/{rows[0]['image_shas'][0]}"
+    assert (lake.root / image["path"]).read_bytes() == lake.read_blob(rows[0]["image_shas"][0])
     assert "<tools>" not in rows[0]["messages"][0]["content"][0]["text"]
+
+
+def test_the_same_lake_in_another_folder_exports_the_same_bytes(lake, tmp_path):
+    add_task(lake, "task-a")
+    add_trajectory(lake, "t")
+    moved = tmp_path / "elsewhere" / "lake"
+    shutil.copytree(lake.root, moved)
+    shards = []
+    for where, root in (("here", lake.root), ("there", moved)):
+        result = export_sft(Lake(root), ExportConfig(name="same", images="ref"), out=tmp_path / where)
+        assert result.status == "published", result.markdown()
+        shards.append([(f.name, f.read_bytes()) for f in sorted((Path(result.path) / "data").glob("*.parquet"))])
+    assert shards[0] and shards[0] == shards[1]
+
+
+def test_only_a_blob_key_reads_a_referenced_image():
+    from lake.store import blob_digest, blob_key
+
+    digest = "ab" + "c" * 62
+    assert blob_digest(blob_key(digest)) == digest
+    for elsewhere in ("../../etc/passwd", "/etc/passwd", f"blobs/sha256/ab/cc/../{digest}",
+                      f"blobs/sha256/zz/cc/{digest}", f"/abs/blobs/sha256/ab/cc/{digest}", ""):
+        with pytest.raises(ValueError, match="not a lake blob key"):
+            blob_digest(elsewhere)
 
 
 def test_action_rl_rows_carry_rewards_and_unmined_trajectories_are_dropped(lake, tmp_path):
@@ -417,7 +443,7 @@ def test_an_undecodable_image_fails_the_image_suite(lake, tmp_path):
     add_trajectory(lake, "t")
     result = export(lake, tmp_path, name="refs", images="ref")
     manifest = json.loads((Path(result.path) / "manifest.json").read_text())
-    blob = Path(read_rows(result.path)[0]["images"][0]["path"])
+    blob = lake.root / read_rows(result.path)[0]["images"][0]["path"]
     blob.write_bytes(b"\x89PNG\r\n\x1a\n not really")
     gate = gate_export(Path(result.path), manifest, PII_PATTERNS, SCHEMAS["messages"])
     assert gate["failed"] and all(f.startswith("images: ") for f in gate["failed"])

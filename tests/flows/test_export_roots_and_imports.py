@@ -56,7 +56,7 @@ def test_the_gate_decodes_every_image_not_a_sample(lake, tmp_path):
     import pyarrow.parquet as pq
 
     rows = pq.read_table(Path(result.path) / manifest["files"][-1]["path"]).to_pylist()
-    last = Path(rows[-1]["images"][-1]["path"])
+    last = lake.root / rows[-1]["images"][-1]["path"]
     last.write_bytes(b"root:x:0:0:root:/root:/bin/bash\n")  # what a referenced host file would hold
     gate = gate_export(Path(result.path), manifest, PII_PATTERNS, SCHEMAS["messages"])
     assert any(f.startswith("images: every image decodes (decodable): 1 unexpected") for f in gate["failed"]), gate
