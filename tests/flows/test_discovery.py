@@ -439,3 +439,67 @@ def test_a_number_typed_into_a_document_is_checked_as_typed_so_its_variants_chec
     assert fam.verifier["params"]["where"] == {"rgba.r": "94"}
     other = instance(fam, random.Random(5), fresh=True)
     assert other.verifier["params"]["where"] == {"rgba.r": other.reference[1]["text"]} != {"rgba.r": "94"}
+
+
+# ---- chains that say what the end state shows, and do not redo what the first step established ----------------
+SIGN_IN = [{"action": "goto", "url": "/app/"}, {"action": "type", "target": {"label": "User"}, "text": "me", "clear": True},
+           {"action": "left_click", "target": {"role": "button", "name": "Sign in"}}]  # a sign-in that lives in the page
+
+
+def _made_and_renamed() -> tuple[Transition, Transition]:
+    title, about = field(label="Title"), field(label="Description")
+    made = [{"title": "Team trip", "description": "Plans for June", "type": "calendar"}]
+    create = Transition("form", SIGN_IN, [{"action": "left_click", "target": {"role": "link", "name": "Create new"}},
+                                          {"action": "type", "target": title.target, "text": "Team trip", "clear": True},
+                                          {"action": "type", "target": about.target, "text": "Plans for June", "clear": True},
+                                          {"action": "left_click", "target": {"role": "button", "name": "Create"}}],
+                        StateDiff(manifest=([], made)), [Slot(1, title, "Team trip"), Slot(2, about, "Plans for June")],
+                        heading="Create new calendar", page="/app/", url_after="http://127.0.0.1:1/app/")
+    renamed = [made[0] | {"title": "Budget 7"}]
+    rename = Transition("form", create.path + create.actions,
+                        [{"action": "left_click", "target": {"role": "link", "name": "✏️", "nth": 0}},
+                         {"action": "type", "target": title.target, "text": "Budget 7", "clear": True},
+                         {"action": "left_click", "target": {"role": "button", "name": "Save"}}],
+                        StateDiff(manifest=(made, renamed)), [Slot(1, title, "Budget 7")], heading=" ", item="Team trip",
+                        page="/app/", url_after="http://127.0.0.1:1/app/", made_by=create)
+    return create, rename
+
+
+def test_a_made_then_renamed_chain_names_and_checks_what_the_end_state_holds():
+    from flows.task_synthesis import counterfactual
+    from flows.task_synthesis.discovery.families import made_then
+
+    create, rename = _made_and_renamed()
+    fams, _ = families_from(_walk([create, rename]), "dav.collections()")
+    by = {f.name: f for f in fams}
+    assert set(by) == {"create", "update"} and by["update"].setup is create
+    for fresh in (False, True):
+        inst = instance(by["update"], random.Random(3), fresh=fresh)
+        made = made_then(inst)
+        first_title = inst.setup[len(SIGN_IN) + 1]["text"]
+        new_title = inst.reference[1]["text"]
+        about = inst.setup[len(SIGN_IN) + 2]["text"]
+        assert first_title not in made.request, "the title the rename replaced is not in the end state: unsaid"
+        assert quote_in(new_title, made.request) and "rename it to" in made.request
+        assert f"Description “{about}”" in made.request, "a lone value left is said with its field: it is not the name"
+        # one record as it ends: the description the making typed and the title the rename set
+        assert made.verifier["params"]["where"] == {"title": new_title, "description": about} and made.verifier["params"]["count"] == 1
+        named = {v.named[0] for v in counterfactual.variants(made.request, made.reference, [])}
+        assert named == {new_title, about}, "each value the request names gets a near miss the check tells apart"
+
+
+def test_a_chain_does_not_sign_in_again_into_a_page_the_first_step_left_signed_in():
+    create, _ = _made_and_renamed()
+    other = Transition("form", SIGN_IN, [{"action": "left_click", "target": {"role": "link", "name": "Create new"}},
+                                         {"action": "type", "target": {"label": "Title"}, "text": "Reading list", "clear": True},
+                                         {"action": "left_click", "target": {"role": "button", "name": "Create"}}],
+                       StateDiff(manifest=([], [{"title": "Reading list", "type": "addressbook"}])),
+                       [Slot(1, field(label="Title"), "Reading list")], heading="Create new address book", page="/app/",
+                       url_after="http://127.0.0.1:1/app/")
+    fams, _ = families_from(_walk([create, other]), "dav.collections()")
+    a, b = (instance(f, random.Random(0), fresh=False) for f in fams)
+    both = chain(a, b)
+    assert both.reference == a.reference + other.actions, "the second step's sign-in and page already hold"
+    assert sum(act.get("text") == "me" for act in both.reference) == 1
+    create.url_after = "http://127.0.0.1:1/app/settings"  # the first step ended elsewhere: the second's path is walked again
+    assert chain(a, b).reference == a.reference + b.reference

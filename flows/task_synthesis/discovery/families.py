@@ -69,6 +69,8 @@ class Instance:
     values: list[str]
     item: str = ""
     setup_request: str = ""
+    setup_slots: dict[str, str] = field(default_factory=dict)  # what the making step typed, by field
+    slots: dict[str, str] = field(default_factory=dict)  # what this step typed, by field
 
 
 # ---- verifiers from diffs ------------------------------------------------------------------------------
@@ -526,7 +528,8 @@ def instance(fam: Family, rng: random.Random, fresh: bool) -> Instance | None:
         slots = {s.field.spoken: swaps.get(s.value, s.value) for s in fam.setup.slots}
         setup_request = _request(made, [_substitute(v, swaps) for v in made.values], "", slots, check) if made else ""
         mine = {s.field.spoken: own_swaps.get(s.value, s.value) for s in t.slots}
-        return Instance(fam, _request(fam, values, item, mine, verifier), setup, check, own, verifier, values, item, setup_request)
+        return Instance(fam, _request(fam, values, item, mine, verifier), setup, check, own, verifier, values, item, setup_request,
+                        slots, mine)
     if t.kind == "drag":
         return _drag_instance(fam, rng, fresh)
     if fam.extra.get("options"):
@@ -600,7 +603,9 @@ def _checked_slots(slots: dict[str, str] | None, verifier: dict[str, Any]) -> di
 
 
 def _request(fam: Family, values: list[str], item: str, slots: dict[str, str] | None = None,
-             verifier: dict[str, Any] | None = None) -> str:
+             verifier: dict[str, Any] | None = None, by_field: bool = False) -> str:
+    """What a person asks for; `by_field` says each value with its field's name, even a lone one (what is said
+    is not all that was typed, so a lone value need not be the record's name)."""
     t, name = fam.transition, fam.name
     slots = _checked_slots(slots, verifier or fam.verifier)
     where = _clean(t.heading)
@@ -635,7 +640,7 @@ def _request(fam: Family, values: list[str], item: str, slots: dict[str, str] | 
     slots = slots or {}
     texts = [v for k, v in slots.items() if v not in ("yes",)]
     making = name == "create" and bool(MAKING.match(where))  # the form says what it makes: "Add group"
-    if name == "create" and len(texts) == 1:
+    if name == "create" and len(texts) == 1 and not by_field:
         if making:
             return _sentence(f"{where} {quote(texts[0])}")
         return _sentence(f"add {quote(texts[0])} to " + (quote(where) if where else "my list"))
@@ -673,12 +678,30 @@ def chain(first: Instance, second: Instance) -> Instance | None:
         return None
     req = _sentence(f"{_lower_first(first.request)}, then {_lower_first(second.request)}")
     verifier = {"template": "all_of", "params": {"checks": [first.verifier, second.verifier]}}
-    then = second.reference
-    ended = urlsplit(first.family.transition.url_after or "")
-    if then and then[0].get("action") == "goto" and ended.path and (ended.path + (f"#{ended.fragment}" if ended.fragment else "")) in (
-            then[0]["url"], urlsplit(then[0]["url"]).path):
-        then = then[1:]  # already there: reloading would lose what an in-page app holds in memory
+    then = _after(first.family.transition, second.family.transition.path, second.reference)
     return Instance(first.family, req, [], None, first.reference + then, verifier, first.values + second.values)
+
+
+def _after(first: Transition, path: list[dict[str, Any]], reference: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The second step of a chain without what the first already established. A step's path takes a reset app
+    to where the step starts: it opens a page, and signs in first when the sign-in lives in the page. When the
+    first step ended on the page that path opens, the part of the path the first step's own path did too (a
+    sign-in; the page's opening) holds already and is left out: a reload would lose what an in-page app holds,
+    and a sign-in typed again goes into a page already signed in."""
+    if not reference or reference[0].get("action") != "goto" or not _ended_at(first, reference[0]["url"]):
+        return reference
+    same = 0
+    mine = path if reference[: len(path)] == path else []
+    for a, b in zip(first.path, mine):
+        if a != b:
+            break
+        same += 1
+    return reference[max(same, 1):]  # at least the opening: the first step ended there
+
+
+def _ended_at(t: Transition, url: str) -> bool:
+    ended = urlsplit(t.url_after or "")
+    return bool(ended.path) and (ended.path + (f"#{ended.fragment}" if ended.fragment else "")) in (url, urlsplit(url).path)
 
 
 def chain_on_document(first: Instance, second: Instance) -> Instance | None:
@@ -696,7 +719,9 @@ def _joined(first: Instance, second: Instance) -> Instance:
     req = _sentence(f"{_lower_first(first.request)}, then {_lower_first(second.request)}")
     then = second.reference
     if then and then[0].get("action") == "goto" and first.reference and first.reference[0] == then[0]:
-        then = then[1:]  # the second step starts where the first left the page
+        then = _after(first.family.transition, second.family.transition.path, then)
+        if then is second.reference:  # no address after the first step: it stays on the page it opened
+            then = then[1:]
     return Instance(first.family, req, [], None, first.reference + then, {}, first.values + second.values)
 
 
@@ -729,11 +754,94 @@ def _same_leaves(a: set[tuple[str, str]], b: set[tuple[str, str]]) -> bool:
 
 
 def made_then(inst: Instance) -> Instance | None:
-    """Make a record, then act on it (the family's step, on the record just made), as one task."""
+    """Make a record, then act on it (the family's step, on the record just made), as one task. Its check is
+    the record as it ends (`_as_it_ends`): what the making set and the step left, with what the step set. The
+    request names what that check tells apart: a value the step replaced (the title before a rename) is typed
+    by the reference but not said — no end state shows it, so a check could not tell it from another — and the
+    record is then "it" ("Add calendar with description “Plans”, then rename it to “Team trip”")."""
     if not inst.setup or not inst.setup_request or inst.family.name == "delete":
         return None
-    req = _sentence(f"{_lower_first(inst.setup_request)}, then {_lower_first(inst.request)}")
-    return Instance(inst.family, req, [], None, inst.setup + inst.reference, inst.verifier, inst.values, inst.item)
+    fam, made = inst.family, inst.family.setup_family
+    if made is None:
+        return None
+    seen = _as_it_ends(fam.setup_verifier or {}, fam.verifier)  # on the walk's own values, where its end state is known
+    ends = seen is not None and _holds_after(seen, fam.transition)
+    verifier = (_as_it_ends(inst.setup_check or {}, inst.verifier) if ends else None) or inst.verifier
+    shown = _shown_values(verifier)
+    said = {k: v for k, v in inst.setup_slots.items() if v == "yes" or normalise(v) in shown}
+    first = (_request(made, [], "", said, verifier, by_field=len(said) < len(inst.setup_slots))
+             if any(v != "yes" for v in said.values()) else _making(made))
+    then = inst.request
+    if inst.item and normalise(inst.item) not in shown:
+        then = then.replace(quote(inst.item), "it")
+    req = _sentence(f"{_lower_first(first)}, then {_lower_first(then)}")
+    values = [v for v in [*inst.setup_slots.values(), *inst.values] if v != "yes" and normalise(v) in shown]
+    return Instance(fam, req, [], None, inst.setup + inst.reference, verifier, list(dict.fromkeys(values)), inst.item)
+
+
+def _as_it_ends(made: dict[str, Any], step: dict[str, Any]) -> dict[str, Any] | None:
+    """The record a making step made, as the step that followed it leaves it: the making's check with the
+    values the step set in place of those it replaced — one record check, so the values of both are checked
+    on the same record. None when the two checks are not of one record."""
+    mp = made.get("params", {})
+    if made.get("template") == "row_exists" and step.get("template") == "field_equals" and step["params"].get("table") == mp.get("table"):
+        sp = step["params"]
+        return {"template": "row_exists", "params": {"table": mp["table"], "where": mp["where"] | {sp["field"]: sp["value"]}}}
+    if made.get("template") != "js_state_matches" or int(mp.get("count", 0)) != 1:
+        return None
+    set_ = [c["params"]["where"] for c in _checks(step) if c.get("template") == "js_state_matches"
+            and c["params"].get("expression") == mp.get("expression") and int(c["params"].get("count", 0)) >= 1]
+    if len(set_) != 1:
+        return None
+    return {"template": "js_state_matches", "params": {"expression": mp["expression"], "where": mp["where"] | set_[0], "count": 1}}
+
+
+def _holds_after(verifier: dict[str, Any], t: Transition) -> bool:
+    """Whether a record check holds on the state the step left, where the walk read that state (else it is
+    left to the gate)."""
+    p = verifier["params"]
+    after = _state_after(t, p.get("expression", "")) if verifier["template"] == "js_state_matches" else None
+    return after is None or sum(1 for r in after if js_state_matches.matches(r, p["where"])) == int(p["count"])
+
+
+def _checks(verifier: dict[str, Any]) -> list[dict[str, Any]]:
+    if verifier.get("template") == "all_of":
+        return [c for sub in verifier["params"].get("checks", []) for c in _checks(sub)]
+    return [verifier]
+
+
+def _state_after(t: Transition, expression: str) -> list[Any] | None:
+    """The state the expression reads, as the step left it (as records), where the walk read it."""
+    d, manifest = t.diff, _manifest_expression(t)
+    if expression == RECORDS_JS and d.records is not None:
+        return d.records[1]
+    if manifest and expression == items_expression(manifest) and d.items is not None:
+        return d.items[1]
+    if manifest and expression == manifest and d.manifest is not None:
+        after = d.manifest[1]
+        return after if isinstance(after, list) else [after]
+    return None
+
+
+def _shown_values(verifier: dict[str, Any]) -> set[str]:
+    """The values an end state that passes the check must hold: those of its positive record checks."""
+    out: set[str] = set()
+    for c in _checks(verifier):
+        p = c.get("params", {})
+        if c.get("template") == "js_state_matches" and int(p.get("count", 0)) >= 1 or c.get("template") == "row_exists":
+            out |= {normalise(v) for v in p.get("where", {}).values() if v is not None}
+        elif c.get("template") == "field_equals":
+            out.add(normalise(p.get("value")))
+    return out
+
+
+def _making(fam: Family) -> str:
+    """A making step said without its values (they are all gone by the end): the form's own words ("Create
+    calendar"), else an item added to its list."""
+    where = _clean(fam.transition.heading)
+    if MAKING.match(where):
+        return _sentence(where)
+    return _sentence("add an item to " + (quote(where) if where else "my list"))
 
 
 def retrieve_instances(walk: WalkResult) -> list[Instance]:
@@ -774,7 +882,7 @@ def counted_after_making(fams: list[Family], walk: WalkResult, seed: int) -> lis
                 continue
             setup: list[dict[str, Any]] = []
             for m in made:
-                setup += m.reference if not setup else _without_reload(fam.transition, m.reference)
+                setup += m.reference if not setup else _after(fam.transition, fam.transition.path, m.reference)
             check = {"template": "all_of", "params": {"checks": [m.verifier for m in made]}}
             n = sum(1 for r in records if r.get("list") == lst) + len(made)
             retrieve = Family("retrieve", f"retrieve|count|{fam.key}", fam.transition, {}, [])
@@ -784,13 +892,6 @@ def counted_after_making(fams: list[Family], walk: WalkResult, seed: int) -> lis
             inst.reference = inst.reference[1:]  # the setup leaves the list on screen
             out.append(inst)
     return out
-
-
-def _without_reload(t: Transition, reference: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    ended = urlsplit(t.url_after or "")
-    if reference and reference[0].get("action") == "goto" and ended.path and urlsplit(reference[0]["url"]).path == ended.path:
-        return reference[1:]
-    return reference
 
 
 def _answer(fam: Family, page: str, request: str, answer: str, values: list[str], also: list[str] | None = None) -> Instance:
