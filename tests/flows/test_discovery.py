@@ -503,3 +503,19 @@ def test_a_chain_does_not_sign_in_again_into_a_page_the_first_step_left_signed_i
     assert sum(act.get("text") == "me" for act in both.reference) == 1
     create.url_after = "http://127.0.0.1:1/app/settings"  # the first step ended elsewhere: the second's path is walked again
     assert chain(a, b).reference == a.reference + b.reference
+
+
+def test_a_value_set_and_then_set_again_is_no_chain():
+    from flows.task_synthesis.discovery.families import made_then
+
+    first = _colour_typed("#1A2B3C", 26, 43, 60, 210)
+    box = first.slots[0].field
+    was = first.diff.manifest[1]
+    again = Transition("edit", first.path + first.actions,
+                       [{"action": "double_click", "target": {"text": "#1A2B3C"}}, {"action": "type", "target": box.target, "text": "#445566"},
+                        {"action": "key", "keys": ["Enter"]}],
+                       StateDiff(manifest=(was, was | {"hex": "#445566"})), [Slot(1, box, "#445566")], item="#1A2B3C", made_by=first)
+    fams, _ = families_from(_walk([first, again]), "picker.colors")
+    follow = next(f for f in fams if f.setup is not None)
+    inst = instance(follow, random.Random(0), fresh=False)
+    assert inst.setup and made_then(inst) is None, "the first value is gone at the end: that step does not count"

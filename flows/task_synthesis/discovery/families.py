@@ -769,8 +769,12 @@ def made_then(inst: Instance) -> Instance | None:
     verifier = (_as_it_ends(inst.setup_check or {}, inst.verifier) if ends else None) or inst.verifier
     shown = _shown_values(verifier)
     said = {k: v for k, v in inst.setup_slots.items() if v == "yes" or normalise(v) in shown}
-    first = (_request(made, [], "", said, verifier, by_field=len(said) < len(inst.setup_slots))
-             if any(v != "yes" for v in said.values()) else _making(made))
+    if any(v != "yes" for v in said.values()):
+        first = _request(made, [], "", said, verifier, by_field=len(said) < len(inst.setup_slots))
+    elif made.name == "create":  # none of its values is left, but the record it made is the one the step changed
+        first = _making(made)
+    else:  # a value set and then set again: the first step leaves nothing the end shows, so it does not count
+        return None
     then = inst.request
     if inst.item and normalise(inst.item) not in shown:
         then = then.replace(quote(inst.item), "it")

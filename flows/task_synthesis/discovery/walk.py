@@ -167,26 +167,25 @@ class DiscoveryWalk:
         path = self._path_to(page)
         self._page_groups = {g.signature() for g in scan.groups}
         self._shown = {b["name"] for b in scan.page_buttons} | {c["name"] for c in scan.on_items}
+        made: list[Transition] = []  # steps that made records: followed once the page's own controls are walked
         for group in scan.groups:
             if self._late():
-                return
+                break
             if group.item or self._walked_before(group.signature()):  # the same form on every page (a sidebar's filter)
                 continue
-            made = self._group_step(path, group, "form" if group.kind != "enter" else "enter", page)
-            if made and made.diff:
-                self._on_made_records(page, made)
+            t = self._group_step(path, group, "form" if group.kind != "enter" else "enter", page)
+            if t and t.diff:
+                made.append(t)
         for ctl in _one_per_kind(scan.on_items + _record_links(scan)):
             if not self._late():
                 alike = [c for c in scan.on_items if (c["role"], c["name"]) == (ctl["role"], ctl["name"]) and c["item"] != ctl["item"]]
                 self._item_step(path, ctl, page, last=alike[-1] if alike else None)
-        if scan.records and not any(t.made_by for t in self.transitions):
-            self._on_record(path, page, scan.records[0], scan)
-        if scan.cards and len(scan.zones) > 1:  # a board: its cards move before its page buttons are pressed
+        if scan.cards and len(scan.zones) > 1 and not self._late():  # a board: its cards move before its page buttons are pressed
             self._drags(path, scan, page)
         alike: dict[str, int] = {}
         for button in scan.page_buttons + _in_page_links(scan):
             if self._late():
-                return
+                break
             if (self.manifest.sensitive_kind(button["name"]) or ACCOUNT_LINKS.search(button["name"])
                     or self._walked_before(f"button|{button['name']}")):  # a header's button on every page: pressed once
                 continue
@@ -194,7 +193,15 @@ class DiscoveryWalk:
             alike[shape] = alike.get(shape, 0) + 1
             if alike[shape] > MAX_ALIKE_BUTTONS:
                 continue
-            self._press_step(path, button, page)
+            made += self._press_step(path, button, page)
+        for t in made:  # breadth first: the records steps made are followed after every control of the page had its turn
+            if self._late():
+                return
+            self._reset()
+            if self._do(t.path + t.actions):
+                self._on_made_records(page, t)
+        if scan.records and not any(t.made_by for t in self.transitions) and not self._late():
+            self._on_record(path, page, scan.records[0], scan)
 
     # ---- steps ------------------------------------------------------------------------------------
     def _group_step(self, path: list[dict], group: Group, kind: str, page: str, heading: str = "", button: str = "",
@@ -443,17 +450,20 @@ class DiscoveryWalk:
             changed = changed or bool(t and t.diff)
         return changed
 
-    def _press_step(self, path: list[dict], button: dict[str, Any], page: str) -> None:
+    def _press_step(self, path: list[dict], button: dict[str, Any], page: str) -> list[Transition]:
+        """Press a page button; a press that opens a form walks into it. The steps that made records."""
         t = self._simple("page_button", path, [{"action": "left_click", "target": button["target"]}], page, button=button["name"])
         if t is None:
-            return
+            return []
+        made = []
         fresh = [g for g in scan_page(self.driver).groups if not g.item and g.signature() not in self._page_groups]
         if fresh:  # a press that opened a form (a modal, a card editor): walk into it instead
             self.transitions.remove(t)
             for g in fresh[:2]:
-                made = self._group_step(path + t.actions, g, "form", page, heading=g.heading or button["name"], button="")
-                if made and made.diff and not self._late():
-                    self._on_made_records(page, made)
+                step = self._group_step(path + t.actions, g, "form", page, heading=g.heading or button["name"], button="")
+                if step and step.diff:
+                    made.append(step)
+        return made
 
     def _drags(self, path: list[dict], scan: PageScan, page: str) -> None:
         """Each of the first few lists' first card to every other list, and within a list of three or
