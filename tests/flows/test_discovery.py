@@ -519,3 +519,27 @@ def test_a_value_set_and_then_set_again_is_no_chain():
     follow = next(f for f in fams if f.setup is not None)
     inst = instance(follow, random.Random(0), fresh=False)
     assert inst.setup and made_then(inst) is None, "the first value is gone at the end: that step does not count"
+
+
+def _channel_typed(channel: str, value: int) -> Transition:
+    box = field(label=channel, target={"label": channel}, value=str(COLOUR["rgba"][channel]))
+    rgba = COLOUR["rgba"] | {channel: value}
+    after = COLOUR | {"hex": f"#{rgba['r']:02X}{rgba['g']:02X}{rgba['b']:02X}", "rgba": rgba}
+    return Transition("enter", [{"action": "goto", "url": "/"}], [{"action": "type", "target": box.target, "text": str(value), "clear": True},
+                      {"action": "key", "keys": ["Enter"]}], StateDiff(manifest=(COLOUR, after)), [Slot(0, box, str(value))], heading=channel)
+
+
+def test_a_step_that_changes_what_the_first_names_is_not_chained_after_it():
+    from flows.task_synthesis.discovery.families import overwrites
+
+    fams, _ = families_from(_walk([_colour_typed("#1A2B3C", 26, 43, 60, 210), _channel_typed("r", 94), _channel_typed("g", 177)]),
+                            "picker.colors")
+    hex_, red, green = (instance(f, random.Random(0), fresh=False) for f in fams)
+    assert overwrites(hex_, red) and chain(hex_, red) is None, "a red changes the hex the first step set"
+    assert not overwrites(red, green) and chain(red, green) is not None, "red and green are leaves of their own"
+    # a leaf recomputed from another that lands on the typed value by rounding did not take it
+    green51 = _channel_typed("g", 51)
+    was, now = green51.diff.manifest
+    green51.diff = StateDiff(manifest=(was | {"rgba": was["rgba"] | {"b": 50.9999999}}, now))  # b: 51 again, recomputed
+    (fam,), _ = families_from(_walk([green51]), "picker.colors")
+    assert fam.verifier["params"]["where"] == {"rgba.g": "51"}

@@ -27,6 +27,7 @@ from flows.task_synthesis.discovery.families import (
     observed_chain,
     observed_on_record,
     on_other_record,
+    overwrites,
     retrieve_instances,
     to_spec,
 )
@@ -272,7 +273,7 @@ def observed_chains(plain: list[Instance], rng: random.Random, count: int, obser
     the first checks (a colour's hex, then its red), or be the same press again (Next, then Next)."""
     docs = [i for i in plain if i.family.extra.get("document")]
     pairs = [(a, b) for a in docs for b in docs if a.family.transition.page == b.family.transition.page
-             and (a is not b or not a.values)]
+             and (a is not b or not a.values) and not overwrites(a, b)]
     rng.shuffle(pairs)
     pairs.sort(key=lambda ab: ab[0].family.key == ab[1].family.key)  # two kinds of step first
     want = round(count * MULTI_SHARE * 1.25)  # the draw's share of chains, and a few for the gate to reject

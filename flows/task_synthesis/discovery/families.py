@@ -232,7 +232,8 @@ def _document_change(before: Any, after: Any, expression: str, typed: tuple[str,
     removed = {_absent_root(k, after): None for k in a if k not in b and a[k] is not None}
     said = {_bare(v): str(v) for v in typed if _bare(v)}
     # a number as typed ("94"), so another value typed in a variant swaps into the check
-    named = {k: v if isinstance(v, str) else said[_bare(v)] for k, v in changed.items() if _bare(v) in said}
+    # a leaf that held about that value already (51.0000001, then 51) did not take it from the step: left out
+    named = {k: v if isinstance(v, str) else said[_bare(v)] for k, v in changed.items() if _bare(v) in said and not _about(a.get(k), v)}
     shown = normalise(pressed)
     chosen = {k: v for k, v in changed.items() if isinstance(v, str) and len(v.strip()) >= 3 and normalise(v) in shown} if shown else {}
     where = named or chosen or (changed | removed)
@@ -252,6 +253,15 @@ def _document_change(before: Any, after: Any, expression: str, typed: tuple[str,
     if js_state_matches.judge(Evidence({}, {"state": before}), params).passed or not js_state_matches.judge(Evidence({}, {"state": after}), params).passed:
         return None
     return family, {"template": "js_state_matches", "params": params}, f"set {where}"
+
+
+def _about(was: Any, now: Any) -> bool:
+    """Two numbers that differ only by rounding (a leaf recomputed from another)."""
+    try:
+        x, y = float(was), float(now)
+    except (TypeError, ValueError):
+        return False
+    return abs(x - y) <= 1e-3 * max(1.0, abs(y))
 
 
 def _bare(value: Any) -> str:
@@ -674,7 +684,7 @@ def chain(first: Instance, second: Instance) -> Instance | None:
         return None
     if _placed_lists(first.verifier) & _placed_lists(second.verifier):
         return None
-    if _same_leaves(_document_leaves(first), _document_leaves(second)):  # the second would set what the first checks
+    if _same_leaves(_document_leaves(first), _document_leaves(second) | changed_leaves(second)):  # the second sets what the first checks
         return None
     req = _sentence(f"{_lower_first(first.request)}, then {_lower_first(second.request)}")
     verifier = {"template": "all_of", "params": {"checks": [first.verifier, second.verifier]}}
@@ -746,6 +756,23 @@ def _document_leaves(inst: Instance) -> set[tuple[str, str]]:
         return set()
     p = inst.verifier.get("params", {})
     return {(p.get("expression", ""), k) for k in p.get("where", {})}
+
+
+def changed_leaves(inst: Instance) -> set[tuple[str, str]]:
+    """Every leaf of the document the step changed when the walk did it (a colour's red changes its hex and hsl
+    too), by the check's expression: what a step after another would overwrite."""
+    before, after = inst.family.transition.diff.manifest or (None, None)
+    if not inst.family.extra.get("document") or not isinstance(before, dict) or not isinstance(after, dict):
+        return set()
+    a, b = document_leaves(before), document_leaves(after)
+    expression = inst.family.verifier.get("params", {}).get("expression", "")
+    return {(expression, k) for k in a.keys() | b.keys() if a.get(k) != b.get(k)}
+
+
+def overwrites(first: Instance, second: Instance) -> bool:
+    """The second step changes a leaf that holds a value the first step's request names (a hex, then a red that
+    changes the hex): the first value is gone at the end, so the chain would not say what it leaves."""
+    return bool(first.values) and _same_leaves(_document_leaves(first), changed_leaves(second))
 
 
 def _same_leaves(a: set[tuple[str, str]], b: set[tuple[str, str]]) -> bool:
