@@ -688,25 +688,22 @@ def chain(first: Instance, second: Instance) -> Instance | None:
         return None
     req = _sentence(f"{_lower_first(first.request)}, then {_lower_first(second.request)}")
     verifier = {"template": "all_of", "params": {"checks": [first.verifier, second.verifier]}}
-    then = _after(first.family.transition, second.family.transition.path, second.reference)
+    then = _after(first.family.transition, second.family.transition, second.reference)
     return Instance(first.family, req, [], None, first.reference + then, verifier, first.values + second.values)
 
 
-def _after(first: Transition, path: list[dict[str, Any]], reference: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The second step of a chain without what the first already established. A step's path takes a reset app
-    to where the step starts: it opens a page, and signs in first when the sign-in lives in the page. When the
-    first step ended on the page that path opens, the part of the path the first step's own path did too (a
-    sign-in; the page's opening) holds already and is left out: a reload would lose what an in-page app holds,
-    and a sign-in typed again goes into a page already signed in."""
+def _after(first: Transition, second: Transition, reference: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The second step of a chain without what the first already established. A step's path opens a page (signing
+    in first when the sign-in lives in the page: its `arrival`), then may press what leads to the step (a ➕ that
+    opens a form). When the first step ended on that page, the arrival both paths share holds already and is left
+    out — a reload would lose what an in-page app holds, and a sign-in typed again goes into a page already signed
+    in — while the presses that lead to the step are done again."""
     if not reference or reference[0].get("action") != "goto" or not _ended_at(first, reference[0]["url"]):
         return reference
-    same = 0
-    mine = path if reference[: len(path)] == path else []
-    for a, b in zip(first.path, mine):
-        if a != b:
-            break
-        same += 1
-    return reference[max(same, 1):]  # at least the opening: the first step ended there
+    arrival = second.path[: second.arrival]
+    if arrival and reference[: len(arrival)] == arrival and first.path[: len(arrival)] == arrival:
+        return reference[len(arrival):]
+    return reference[1:]  # the page's opening: the first step ended there
 
 
 def _ended_at(t: Transition, url: str) -> bool:
@@ -729,7 +726,7 @@ def _joined(first: Instance, second: Instance) -> Instance:
     req = _sentence(f"{_lower_first(first.request)}, then {_lower_first(second.request)}")
     then = second.reference
     if then and then[0].get("action") == "goto" and first.reference and first.reference[0] == then[0]:
-        then = _after(first.family.transition, second.family.transition.path, then)
+        then = _after(first.family.transition, second.family.transition, then)
         if then is second.reference:  # no address after the first step: it stays on the page it opened
             then = then[1:]
     return Instance(first.family, req, [], None, first.reference + then, {}, first.values + second.values)
@@ -913,7 +910,7 @@ def counted_after_making(fams: list[Family], walk: WalkResult, seed: int) -> lis
                 continue
             setup: list[dict[str, Any]] = []
             for m in made:
-                setup += m.reference if not setup else _after(fam.transition, fam.transition.path, m.reference)
+                setup += m.reference if not setup else _after(fam.transition, fam.transition, m.reference)
             check = {"template": "all_of", "params": {"checks": [m.verifier for m in made]}}
             n = sum(1 for r in records if r.get("list") == lst) + len(made)
             retrieve = Family("retrieve", f"retrieve|count|{fam.key}", fam.transition, {}, [])

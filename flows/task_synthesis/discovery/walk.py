@@ -65,6 +65,7 @@ class Transition:
     url_after: str = ""
     made_by: Transition | None = None  # the create step whose record this step acts on
     text_after: str = ""
+    arrival: int = 1  # the first actions of `path` that open the page (after an in-page sign-in); the rest lead to the step
 
 
 @dataclass
@@ -136,6 +137,9 @@ class DiscoveryWalk:
                     pages.append(target)
                     queue.append(target)
             self._explore_page(page, scan)
+        for t in self.transitions:
+            opening = self._path_to(t.page)
+            t.arrival = len(opening) if t.path[: len(opening)] == opening else min(1, len(t.path))
         if self.capped:
             self.notes.append(f"the walk reached its wall-clock cap ({self.max_seconds:.0f} s) after {self.steps} of its "
                               f"{self.max_steps} steps: the machine was too slow for it (an environment limit, not what the "
@@ -165,7 +169,7 @@ class DiscoveryWalk:
 
     def _explore_page(self, page: str, scan: PageScan) -> None:
         path = self._path_to(page)
-        self._page_groups = {g.signature() for g in scan.groups}
+        self._page_groups = {_name_shape(g.signature()) for g in scan.groups}  # a button named by the colour it shows is the same form
         self._shown = {b["name"] for b in scan.page_buttons} | {c["name"] for c in scan.on_items}
         made: list[Transition] = []  # steps that made records: followed once the page's own controls are walked
         for group in scan.groups:
@@ -424,7 +428,7 @@ class DiscoveryWalk:
                          made_by=made_by)
         if t is None or t.diff or self._late():
             return t
-        fresh = [g for g in scan_page(self.driver).groups if not g.item and g.signature() not in self._page_groups]
+        fresh = [g for g in scan_page(self.driver).groups if not g.item and _name_shape(g.signature()) not in self._page_groups]
         if fresh:  # the press opened the record's editor (an Edit link, a pencil): fill it in instead
             self.transitions.remove(t)
             g = fresh[0]
@@ -456,7 +460,7 @@ class DiscoveryWalk:
         if t is None:
             return []
         made = []
-        fresh = [g for g in scan_page(self.driver).groups if not g.item and g.signature() not in self._page_groups]
+        fresh = [g for g in scan_page(self.driver).groups if not g.item and _name_shape(g.signature()) not in self._page_groups]
         if fresh:  # a press that opened a form (a modal, a card editor): walk into it instead
             self.transitions.remove(t)
             for g in fresh[:2]:
@@ -681,7 +685,7 @@ def _record_links(scan: PageScan) -> list[dict[str, Any]]:
 
 def _name_shape(name: str) -> str:
     """A control's name with its values (numbers, colour codes) blanked: alike controls share it."""
-    return re.sub(r"#?[0-9A-Fa-f]*\d[0-9A-Fa-f]*", "0", name)
+    return re.sub(r"#[0-9A-Fa-f]{3,8}\b|#?[0-9A-Fa-f]*\d[0-9A-Fa-f]*", "0", name)
 
 
 def _in_page_links(scan: PageScan) -> list[dict[str, Any]]:
