@@ -544,3 +544,21 @@ def test_a_step_that_changes_what_the_first_names_is_not_chained_after_it():
     green51.diff = StateDiff(manifest=(was | {"rgba": was["rgba"] | {"b": 50.9999999}}, now))  # b: 51 again, recomputed
     (fam,), _ = families_from(_walk([green51]), "picker.colors")
     assert fam.verifier["params"]["where"] == {"rgba.g": "51"}
+
+
+def test_chains_on_one_document_grow_to_three_steps_by_what_their_replays_did():
+    from flows.task_synthesis.discovery.agent import observed_chains
+
+    nxt = Transition("page_button", [{"action": "goto", "url": "/"}], [{"action": "left_click", "target": {"role": "link", "name": "Next"}}],
+                     StateDiff(manifest=({"step": 0}, {"step": 1})), button="Next")
+    (fam,), _ = families_from(_walk([nxt]), "wizard.state")
+    one = instance(fam, random.Random(0), fresh=False)
+    replays = []
+
+    def wizard(actions):  # a four-step wizard: each Next goes one step on, up to the last
+        replays.append(actions)
+        return {"step": 0}, {"step": min(3, sum(a.get("target", {}).get("name") == "Next" for a in actions))}
+
+    made = observed_chains([one], random.Random(0), 10, wizard)
+    assert [m.verifier["params"]["where"] for m in made] == [{"step": 2}, {"step": 3}]
+    assert made[1].request == "Next, then next, then next." and len(replays) == 2

@@ -269,27 +269,45 @@ def names_per_load(inst: Instance, volatile: set[str]) -> bool:
 
 
 def observed_chains(plain: list[Instance], rng: random.Random, count: int, observe: Observe) -> list[Instance]:
-    """Chains of two steps on one document, replayed to see what they do together: the second may set what
-    the first checks (a colour's hex, then its red), or be the same press again (Next, then Next)."""
+    """Chains of steps on one document, replayed to see what they do together: the second may set what the
+    first checks (Next, then Next: step 2), and a chain that holds is extended by a third step the same way.
+    Pairs whose second step would overwrite the value the first names are not tried, nor a request already had."""
     docs = [i for i in plain if i.family.extra.get("document")]
-    pairs = [(a, b) for a in docs for b in docs if a.family.transition.page == b.family.transition.page
-             and (a is not b or not a.values) and not overwrites(a, b)]
+
+    def joins(a: Instance, b: Instance) -> bool:
+        return a.family.transition.page == b.family.transition.page and (a is not b or not a.values) and not overwrites(a, b)
+
+    pairs = [(a, b) for a in docs for b in docs if joins(a, b)]
     rng.shuffle(pairs)
     pairs.sort(key=lambda ab: ab[0].family.key == ab[1].family.key)  # two kinds of step first
     want = round(count * MULTI_SHARE * 1.25)  # the draw's share of chains, and a few for the gate to reject
-    out = []
+    out: list[Instance] = []
+    asked: set[str] = set()
     tried = 0
-    for a, b in pairs:
+
+    def attempt(a: Instance, b: Instance) -> None:
+        nonlocal tried
         joined = chain_on_document(a, b)
-        if joined is None:
-            continue
-        if len(out) >= want or tried >= 3 * want:
-            break
+        if joined is None or joined.request.casefold() in asked:
+            return
         tried += 1
         seen = observe(joined.reference)
         made = observed_chain(joined, *seen, [a.verifier, b.verifier]) if seen else None
         if made:
             out.append(made)
+            asked.add(made.request.casefold())
+
+    for a, b in pairs:
+        if len(out) >= want or tried >= 3 * want:
+            return out
+        attempt(a, b)
+    for c in list(out):  # three steps: a chain that held, then one more
+        for b in rng.sample(docs, len(docs)):
+            if len(out) >= want or tried >= 3 * want:
+                return out
+            if joins(c, b):
+                attempt(c, b)
+                break
     return out
 
 
