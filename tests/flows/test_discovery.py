@@ -538,6 +538,9 @@ def test_a_step_that_changes_what_the_first_names_is_not_chained_after_it():
     hex_, red, green = (instance(f, random.Random(0), fresh=False) for f in fams)
     assert overwrites(hex_, red) and chain(hex_, red) is None, "a red changes the hex the first step set"
     assert not overwrites(red, green) and chain(red, green) is not None, "red and green are leaves of their own"
+    was, now = green.family.transition.diff.manifest
+    green.family.transition.diff = StateDiff(manifest=(was, now | {"rgba": now["rgba"] | {"r": 25.0000001}}))
+    assert not overwrites(red, green), "a red recomputed by rounding is not changed"
     # a leaf recomputed from another that lands on the typed value by rounding did not take it
     green51 = _channel_typed("g", 51)
     was, now = green51.diff.manifest

@@ -252,14 +252,15 @@ def draw(fams: list[Family], walk: WalkResult, request: SynthesisRequest, sandbo
 
 
 def _typing_is_enough(inst: Instance, observe: Observe) -> bool:
-    """Whether the step's check already holds before its last action (Enter, or the form's button)."""
+    """Whether the step's check already holds before its last action (Enter, or the form's button), with the
+    records it acts on made first (its setup)."""
     from verifier_templates import js_state_matches
     from verifier_templates.base import Evidence
 
     last = inst.reference[-1] if inst.reference else {}
     if last.get("action") not in ("key", "left_click") or len(inst.reference) < 3:
         return False
-    seen = observe(inst.reference[:-1])
+    seen = observe(inst.setup + inst.reference[:-1])
     return bool(seen) and js_state_matches.judge(Evidence({}, {"state": seen[1]}), inst.verifier["params"]).passed
 
 

@@ -763,7 +763,7 @@ def changed_leaves(inst: Instance) -> set[tuple[str, str]]:
         return set()
     a, b = document_leaves(before), document_leaves(after)
     expression = inst.family.verifier.get("params", {}).get("expression", "")
-    return {(expression, k) for k in a.keys() | b.keys() if a.get(k) != b.get(k)}
+    return {(expression, k) for k in a.keys() | b.keys() if a.get(k) != b.get(k) and not _about(a.get(k), b.get(k))}  # not by rounding
 
 
 def overwrites(first: Instance, second: Instance) -> bool:
