@@ -27,7 +27,6 @@ from flows.task_synthesis.discovery.families import (
     observed_chain,
     observed_on_record,
     on_other_record,
-    overwrites,
     retrieve_instances,
     to_spec,
 )
@@ -272,11 +271,13 @@ def names_per_load(inst: Instance, volatile: set[str]) -> bool:
 def observed_chains(plain: list[Instance], rng: random.Random, count: int, observe: Observe) -> list[Instance]:
     """Chains of steps on one document, replayed to see what they do together: the second may set what the
     first checks (Next, then Next: step 2), and a chain that holds is extended by a third step the same way.
-    Pairs whose second step would overwrite the value the first names are not tried, nor a request already had."""
+    Two kinds of step that did not compose once are not tried again (what a step changes from a reset says little:
+    an app may recompute its whole document on the first change), nor a request already had."""
     docs = [i for i in plain if i.family.extra.get("document")]
+    failed: set[tuple[str, str]] = set()
 
     def joins(a: Instance, b: Instance) -> bool:
-        return a.family.transition.page == b.family.transition.page and (a is not b or not a.values) and not overwrites(a, b)
+        return a.family.transition.page == b.family.transition.page and (a is not b or not a.values) and (a.family.key, b.family.key) not in failed
 
     pairs = [(a, b) for a in docs for b in docs if joins(a, b)]
     rng.shuffle(pairs)
@@ -289,7 +290,7 @@ def observed_chains(plain: list[Instance], rng: random.Random, count: int, obser
     def attempt(a: Instance, b: Instance) -> None:
         nonlocal tried
         joined = chain_on_document(a, b)
-        if joined is None or joined.request.casefold() in asked:
+        if joined is None or joined.request.casefold() in asked or not joins(a, b):
             return
         tried += 1
         seen = observe(joined.reference)
@@ -297,6 +298,8 @@ def observed_chains(plain: list[Instance], rng: random.Random, count: int, obser
         if made:
             out.append(made)
             asked.add(made.request.casefold())
+        elif seen:
+            failed.add((a.family.key, b.family.key))
 
     for a, b in pairs:
         if len(out) >= want or tried >= 3 * want:
