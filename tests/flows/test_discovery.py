@@ -565,3 +565,11 @@ def test_chains_on_one_document_grow_to_three_steps_by_what_their_replays_did():
     made = observed_chains([one], random.Random(0), 10, wizard)
     assert [m.verifier["params"]["where"] for m in made] == [{"step": 2}, {"step": 3}]
     assert made[1].request == "Next, then next, then next." and len(replays) == 2
+
+
+def test_of_leaves_that_took_one_typed_value_the_one_named_like_the_field_is_checked():
+    blue = _channel_typed("b", 25)  # r was 159 in an inconsistent first colour, and is recomputed to 25 as well
+    was, now = blue.diff.manifest
+    blue.diff = StateDiff(manifest=(was | {"rgba": was["rgba"] | {"r": 159}}, now))
+    (fam,), _ = families_from(_walk([blue]), "picker.colors")
+    assert fam.verifier["params"]["where"] == {"rgba.b": "25"}

@@ -199,7 +199,8 @@ def _stored_verifier(t: Transition, named: tuple[str, ...]) -> tuple[str, dict[s
         expr = _manifest_expression(t)
         typed = tuple(s.value for s in t.slots if s.value and s.value != "yes")
         pressed = "" if typed else (t.button or t.control.get("name", ""))
-        found = expr and (_document_change(d.manifest[0], d.manifest[1], expr, typed, pressed)
+        labels = {s.value: s.field.spoken for s in t.slots if s.value}
+        found = expr and (_document_change(d.manifest[0], d.manifest[1], expr, typed, pressed, labels)
                           or js_state_matches.from_change(d.manifest[0], d.manifest[1], expr, named))
         if found and _names_typed(found[1], named):
             return found[0], found[1], _checked_values(found[1]) or [v for v in named if v]
@@ -217,8 +218,8 @@ def _stored_verifier(t: Transition, named: tuple[str, ...]) -> tuple[str, dict[s
 MAX_DOCUMENT_CHANGES = 12  # more changed leaves than this is not one step a request can name
 
 
-def _document_change(before: Any, after: Any, expression: str, typed: tuple[str, ...] = (), pressed: str = ""
-                     ) -> tuple[str, dict[str, Any], str] | None:
+def _document_change(before: Any, after: Any, expression: str, typed: tuple[str, ...] = (), pressed: str = "",
+                     labels: dict[str, str] | None = None) -> tuple[str, dict[str, Any], str] | None:
     """For a state that is one document (an object, not a list of records): the leaves the step set (items
     of lists by their index), and what it removed (checked as absent). When some leaves took the values
     typed, or the value the pressed control names (a swatch "Color:#194D33"), only those are checked:
@@ -234,6 +235,10 @@ def _document_change(before: Any, after: Any, expression: str, typed: tuple[str,
     # a number as typed ("94"), so another value typed in a variant swaps into the check
     # a leaf that held about that value already (51.0000001, then 51) did not take it from the step: left out
     named = {k: v if isinstance(v, str) else said[_bare(v)] for k, v in changed.items() if _bare(v) in said and not _about(a.get(k), v)}
+    # several leaves took one typed value (b typed as 25, and r recomputed to 25): the one named like the field typed into
+    by_label = {k: v for k, v in named.items() if normalise(k.rsplit(".", 1)[-1]) == normalise((labels or {}).get(str(v), ""))}
+    if len(named) > 1 and by_label and len(by_label) == len({str(v) for v in named.values() if normalise((labels or {}).get(str(v), ""))}):
+        named = by_label
     shown = normalise(pressed)
     chosen = {k: v for k, v in changed.items() if isinstance(v, str) and len(v.strip()) >= 3 and normalise(v) in shown} if shown else {}
     where = named or chosen or (changed | removed)
