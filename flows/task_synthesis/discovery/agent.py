@@ -257,7 +257,7 @@ def _typing_is_enough(inst: Instance, observe: Observe) -> bool:
     from verifier_templates.base import Evidence
 
     last = inst.reference[-1] if inst.reference else {}
-    if last.get("action") not in ("key", "left_click") or len(inst.reference) < 3:
+    if last.get("action") not in ("key", "left_click") or len(inst.setup + inst.reference) < 3:
         return False
     seen = observe(inst.setup + inst.reference[:-1])
     return bool(seen) and js_state_matches.judge(Evidence({}, {"state": seen[1]}), inst.verifier["params"]).passed
