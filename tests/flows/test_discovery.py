@@ -573,3 +573,22 @@ def test_of_leaves_that_took_one_typed_value_the_one_named_like_the_field_is_che
     blue.diff = StateDiff(manifest=(was | {"rgba": was["rgba"] | {"r": 159}}, now))
     (fam,), _ = families_from(_walk([blue]), "picker.colors")
     assert fam.verifier["params"]["where"] == {"rgba.b": "25"}
+
+
+def test_typing_is_enough_is_checked_with_the_record_a_step_acts_on_made_first():
+    from flows.task_synthesis.discovery.agent import _typing_is_enough
+    from flows.task_synthesis.discovery.families import Instance
+
+    box = {"role": "textbox", "name": "g"}
+    made = [{"action": "goto", "url": "/"}, {"action": "type", "target": box, "text": "177"}, {"action": "key", "keys": ["Enter"]}]
+    own = [{"action": "type", "target": box, "text": "176"}, {"action": "key", "keys": ["Enter"]}]
+    (fam,), _ = families_from(_walk([_channel_typed("g", 176)]), "picker.colors")
+    inst = Instance(fam, "Set “g” to “176”.", made, None, own, fam.verifier, ["176"])
+    seen = []
+
+    def as_you_type(actions):  # the field is read as you type: the last value typed is the colour's green
+        seen.append(actions)
+        typed = [a["text"] for a in actions if a["action"] == "type"]
+        return COLOUR, {"rgba": {"g": typed[-1]}}
+
+    assert _typing_is_enough(inst, as_you_type) and seen == [made + own[:-1]]
