@@ -454,3 +454,156 @@ def test_a_number_typed_into_a_document_is_checked_as_typed_so_its_variants_chec
     assert fam.verifier["params"]["where"] == {"rgba.r": "94"}
     other = instance(fam, random.Random(5), fresh=True)
     assert other.verifier["params"]["where"] == {"rgba.r": other.reference[1]["text"]} != {"rgba.r": "94"}
+
+
+# ---- chains that say what the end state shows, and do not redo what the first step established ----------------
+SIGN_IN = [{"action": "goto", "url": "/app/"}, {"action": "type", "target": {"label": "User"}, "text": "me", "clear": True},
+           {"action": "left_click", "target": {"role": "button", "name": "Sign in"}}]  # a sign-in that lives in the page
+
+
+def _made_and_renamed() -> tuple[Transition, Transition]:
+    title, about = field(label="Title"), field(label="Description")
+    made = [{"title": "Team trip", "description": "Plans for June", "type": "calendar"}]
+    create = Transition("form", SIGN_IN, [{"action": "left_click", "target": {"role": "link", "name": "Create new"}},
+                                          {"action": "type", "target": title.target, "text": "Team trip", "clear": True},
+                                          {"action": "type", "target": about.target, "text": "Plans for June", "clear": True},
+                                          {"action": "left_click", "target": {"role": "button", "name": "Create"}}],
+                        StateDiff(manifest=([], made)), [Slot(1, title, "Team trip"), Slot(2, about, "Plans for June")],
+                        heading="Create new calendar", page="/app/", url_after="http://127.0.0.1:1/app/")
+    renamed = [made[0] | {"title": "Budget 7"}]
+    rename = Transition("form", create.path + create.actions,
+                        [{"action": "left_click", "target": {"role": "link", "name": "✏️", "nth": 0}},
+                         {"action": "type", "target": title.target, "text": "Budget 7", "clear": True},
+                         {"action": "left_click", "target": {"role": "button", "name": "Save"}}],
+                        StateDiff(manifest=(made, renamed)), [Slot(1, title, "Budget 7")], heading=" ", item="Team trip",
+                        page="/app/", url_after="http://127.0.0.1:1/app/", made_by=create)
+    return create, rename
+
+
+def test_a_made_then_renamed_chain_names_and_checks_what_the_end_state_holds():
+    from flows.task_synthesis import counterfactual
+    from flows.task_synthesis.discovery.families import made_then
+
+    create, rename = _made_and_renamed()
+    fams, _ = families_from(_walk([create, rename]), "dav.collections()")
+    by = {f.name: f for f in fams}
+    assert set(by) == {"create", "update"} and by["update"].setup is create
+    for fresh in (False, True):
+        inst = instance(by["update"], random.Random(3), fresh=fresh)
+        made = made_then(inst)
+        first_title = inst.setup[len(SIGN_IN) + 1]["text"]
+        new_title = inst.reference[1]["text"]
+        about = inst.setup[len(SIGN_IN) + 2]["text"]
+        assert first_title not in made.request, "the title the rename replaced is not in the end state: unsaid"
+        assert quote_in(new_title, made.request) and "rename it to" in made.request
+        assert f"Description “{about}”" in made.request, "a lone value left is said with its field: it is not the name"
+        # one record as it ends: the description the making typed and the title the rename set
+        assert made.verifier["params"]["where"] == {"title": new_title, "description": about} and made.verifier["params"]["count"] == 1
+        named = {v.named[0] for v in counterfactual.variants(made.request, made.reference, [])}
+        assert named == {new_title, about}, "each value the request names gets a near miss the check tells apart"
+
+
+def test_a_chain_does_not_sign_in_again_into_a_page_the_first_step_left_signed_in():
+    create, _ = _made_and_renamed()
+    create.arrival = len(SIGN_IN)  # as the walk sets it: the path opens the page by signing in
+    opens = {"action": "left_click", "target": {"role": "link", "name": "➕"}}  # a press that opens the form: part of the path
+    other = Transition("form", SIGN_IN + [opens], [{"action": "type", "target": {"label": "Title"}, "text": "Reading list", "clear": True},
+                                                   {"action": "left_click", "target": {"role": "button", "name": "Create"}}],
+                       StateDiff(manifest=([], [{"title": "Reading list", "type": "addressbook"}])),
+                       [Slot(0, field(label="Title"), "Reading list")], heading="Create new address book", page="/app/",
+                       url_after="http://127.0.0.1:1/app/", arrival=len(SIGN_IN))
+    fams, _ = families_from(_walk([create, other]), "dav.collections()")
+    a, b = (instance(f, random.Random(0), fresh=False) for f in fams)
+    both = chain(a, b)
+    assert both.reference == a.reference + [opens] + other.actions, "the sign-in holds; the press that opens the form is done again"
+    assert sum(act.get("text") == "me" for act in both.reference) == 1
+    create.url_after = "http://127.0.0.1:1/app/settings"  # the first step ended elsewhere: the second's path is walked again
+    assert chain(a, b).reference == a.reference + b.reference
+
+
+def test_a_value_set_and_then_set_again_is_no_chain():
+    from flows.task_synthesis.discovery.families import made_then
+
+    first = _colour_typed("#1A2B3C", 26, 43, 60, 210)
+    box = first.slots[0].field
+    was = first.diff.manifest[1]
+    again = Transition("edit", first.path + first.actions,
+                       [{"action": "double_click", "target": {"text": "#1A2B3C"}}, {"action": "type", "target": box.target, "text": "#445566"},
+                        {"action": "key", "keys": ["Enter"]}],
+                       StateDiff(manifest=(was, was | {"hex": "#445566"})), [Slot(1, box, "#445566")], item="#1A2B3C", made_by=first)
+    fams, _ = families_from(_walk([first, again]), "picker.colors")
+    follow = next(f for f in fams if f.setup is not None)
+    inst = instance(follow, random.Random(0), fresh=False)
+    assert inst.setup and made_then(inst) is None, "the first value is gone at the end: that step does not count"
+
+
+def _channel_typed(channel: str, value: int) -> Transition:
+    box = field(label=channel, target={"label": channel}, value=str(COLOUR["rgba"][channel]))
+    rgba = COLOUR["rgba"] | {channel: value}
+    after = COLOUR | {"hex": f"#{rgba['r']:02X}{rgba['g']:02X}{rgba['b']:02X}", "rgba": rgba}
+    return Transition("enter", [{"action": "goto", "url": "/"}], [{"action": "type", "target": box.target, "text": str(value), "clear": True},
+                      {"action": "key", "keys": ["Enter"]}], StateDiff(manifest=(COLOUR, after)), [Slot(0, box, str(value))], heading=channel)
+
+
+def test_a_step_that_changes_what_the_first_names_is_not_chained_after_it():
+    from flows.task_synthesis.discovery.families import overwrites
+
+    fams, _ = families_from(_walk([_colour_typed("#1A2B3C", 26, 43, 60, 210), _channel_typed("r", 94), _channel_typed("g", 177)]),
+                            "picker.colors")
+    hex_, red, green = (instance(f, random.Random(0), fresh=False) for f in fams)
+    assert overwrites(hex_, red) and chain(hex_, red) is None, "a red changes the hex the first step set"
+    assert not overwrites(red, green) and chain(red, green) is not None, "red and green are leaves of their own"
+    was, now = green.family.transition.diff.manifest
+    green.family.transition.diff = StateDiff(manifest=(was, now | {"rgba": now["rgba"] | {"r": 25.0000001}}))
+    assert not overwrites(red, green), "a red recomputed by rounding is not changed"
+    # a leaf recomputed from another that lands on the typed value by rounding did not take it
+    green51 = _channel_typed("g", 51)
+    was, now = green51.diff.manifest
+    green51.diff = StateDiff(manifest=(was | {"rgba": was["rgba"] | {"b": 50.9999999}}, now))  # b: 51 again, recomputed
+    (fam,), _ = families_from(_walk([green51]), "picker.colors")
+    assert fam.verifier["params"]["where"] == {"rgba.g": "51"}
+
+
+def test_chains_on_one_document_grow_to_three_steps_by_what_their_replays_did():
+    from flows.task_synthesis.discovery.agent import observed_chains
+
+    nxt = Transition("page_button", [{"action": "goto", "url": "/"}], [{"action": "left_click", "target": {"role": "link", "name": "Next"}}],
+                     StateDiff(manifest=({"step": 0}, {"step": 1})), button="Next")
+    (fam,), _ = families_from(_walk([nxt]), "wizard.state")
+    one = instance(fam, random.Random(0), fresh=False)
+    replays = []
+
+    def wizard(actions):  # a four-step wizard: each Next goes one step on, up to the last
+        replays.append(actions)
+        return {"step": 0}, {"step": min(3, sum(a.get("target", {}).get("name") == "Next" for a in actions))}
+
+    made = observed_chains([one], random.Random(0), 10, wizard)
+    assert [m.verifier["params"]["where"] for m in made] == [{"step": 2}, {"step": 3}]
+    assert made[1].request == "Next, then next, then next." and len(replays) == 2
+
+
+def test_of_leaves_that_took_one_typed_value_the_one_named_like_the_field_is_checked():
+    blue = _channel_typed("b", 25)  # r was 159 in an inconsistent first colour, and is recomputed to 25 as well
+    was, now = blue.diff.manifest
+    blue.diff = StateDiff(manifest=(was | {"rgba": was["rgba"] | {"r": 159}}, now))
+    (fam,), _ = families_from(_walk([blue]), "picker.colors")
+    assert fam.verifier["params"]["where"] == {"rgba.b": "25"}
+
+
+def test_typing_is_enough_is_checked_with_the_record_a_step_acts_on_made_first():
+    from flows.task_synthesis.discovery.agent import _typing_is_enough
+    from flows.task_synthesis.discovery.families import Instance
+
+    box = {"role": "textbox", "name": "g"}
+    made = [{"action": "goto", "url": "/"}, {"action": "type", "target": box, "text": "177"}, {"action": "key", "keys": ["Enter"]}]
+    own = [{"action": "type", "target": box, "text": "176"}, {"action": "key", "keys": ["Enter"]}]
+    (fam,), _ = families_from(_walk([_channel_typed("g", 176)]), "picker.colors")
+    inst = Instance(fam, "Set “g” to “176”.", made, None, own, fam.verifier, ["176"])
+    seen = []
+
+    def as_you_type(actions):  # the field is read as you type: the last value typed is the colour's green
+        seen.append(actions)
+        typed = [a["text"] for a in actions if a["action"] == "type"]
+        return COLOUR, {"rgba": {"g": typed[-1]}}
+
+    assert _typing_is_enough(inst, as_you_type) and seen == [made + own[:-1]]

@@ -39,7 +39,7 @@ from verifier_templates.base import normalise
 
 TRIES_PER_FAMILY = 8
 RETRIEVE_SHARE = 0.3  # at most this share of the candidates are questions when other families can fill the rest
-OBSERVE_SECONDS = 90.0  # replays of chained steps on one document, to see what they do together
+OBSERVE_SECONDS = 600.0  # a wall-clock cap on the replays (each call site bounds how many it makes): reaching it is the machine's slowness
 Observe = Callable[[list[dict[str, Any]]], "tuple[Any, Any] | None"]
 
 
@@ -72,7 +72,12 @@ class DiscoveryAgent:
                 home = manifest.start.home_path if manifest.start else "/"
                 again = observe([{"action": "goto", "url": home}]) if observe else None
                 walk.volatile = per_load(walk.initial.manifest if walk.initial else None, again[0] if again else None)
-                return walk, fams, dropped, draw(fams, walk, request, manifest.name, request.source.commit, observe)
+                drawn = draw(fams, walk, request, manifest.name, request.source.commit, observe)
+                if observe is not None:
+                    walk.notes.append(f"{observe.calls} replays from a reset to see what steps do ({observe.seconds:.0f} s)"
+                                      + (f"; the {OBSERVE_SECONDS:.0f} s cap ended them: the machine was too slow (an environment "
+                                         "limit), fewer chains on one document" if observe.capped else ""))
+                return walk, fams, dropped, drawn
 
         try:  # in a thread of its own: Playwright's sync API allows one instance per thread
             with ThreadPoolExecutor(1) as pool:
@@ -86,36 +91,50 @@ class DiscoveryAgent:
         return out
 
 
-def replayer(driver: Any, walk: WalkResult, expression: str | None, seconds: float) -> Observe | None:
-    """Replays actions from a reset app (signed in as the walk was) and returns the manifest's state
-    before and after them (after the first page opens); None once the time is spent or a step fails."""
-    if not expression:
-        return None
-    from verifier_templates.base import Probe
+class Replayer:
+    """Replays actions from a reset app (signed in as the walk was) and returns the manifest's state before and
+    after them (after the first page opens); None when a step fails, or once the wall-clock cap is reached
+    (`capped`: the machine's slowness, said in the notes). The callers bound how many replays they ask for;
+    `calls` and `seconds` say what they cost."""
 
-    deadline = time.monotonic() + seconds
+    def __init__(self, driver: Any, walk: WalkResult, expression: str, seconds: float) -> None:
+        self.driver, self.walk, self.expression, self.cap = driver, walk, expression, seconds
+        self.started = time.monotonic()
+        self.calls, self.capped = 0, False
 
-    def read() -> Any:
-        return driver.probe(Probe("state", "js", expression))
+    @property
+    def seconds(self) -> float:
+        return time.monotonic() - self.started
 
-    def observe(actions: list[dict[str, Any]]) -> tuple[Any, Any] | None:
-        if time.monotonic() > deadline or not actions:
+    def _read(self) -> Any:
+        from verifier_templates.base import Probe
+
+        return self.driver.probe(Probe("state", "js", self.expression))
+
+    def __call__(self, actions: list[dict[str, Any]]) -> tuple[Any, Any] | None:
+        if self.seconds > self.cap:
+            self.capped = True
             return None
+        if not actions:
+            return None
+        self.calls += 1
         opening = 1 if actions[0].get("action") == "goto" else 0
         try:
-            driver.reset(new_context=False)
-            for act in parse_actions(walk.sign_in + actions[:opening]):
-                if not driver.act(act).ok:
+            self.driver.reset(new_context=False)
+            for act in parse_actions(self.walk.sign_in + actions[:opening]):
+                if not self.driver.act(act).ok:
                     return None
-            before = read()
+            before = self._read()
             for act in parse_actions(actions[opening:]):
-                if not driver.act(act).ok:
+                if not self.driver.act(act).ok:
                     return None
-            return before, read()
+            return before, self._read()
         except Exception:  # a step the page would not take: no observation, no candidate
             return None
 
-    return observe
+
+def replayer(driver: Any, walk: WalkResult, expression: str | None, seconds: float) -> Replayer | None:
+    return Replayer(driver, walk, expression, seconds) if expression else None
 
 
 def per_load(first: Any, second: Any) -> set[str]:
@@ -232,14 +251,15 @@ def draw(fams: list[Family], walk: WalkResult, request: SynthesisRequest, sandbo
 
 
 def _typing_is_enough(inst: Instance, observe: Observe) -> bool:
-    """Whether the step's check already holds before its last action (Enter, or the form's button)."""
+    """Whether the step's check already holds before its last action (Enter, or the form's button), with the
+    records it acts on made first (its setup)."""
     from verifier_templates import js_state_matches
     from verifier_templates.base import Evidence
 
     last = inst.reference[-1] if inst.reference else {}
-    if last.get("action") not in ("key", "left_click") or len(inst.reference) < 3:
+    if last.get("action") not in ("key", "left_click") or len(inst.setup + inst.reference) < 3:
         return False
-    seen = observe(inst.reference[:-1])
+    seen = observe(inst.setup + inst.reference[:-1])
     return bool(seen) and js_state_matches.judge(Evidence({}, {"state": seen[1]}), inst.verifier["params"]).passed
 
 
@@ -249,22 +269,49 @@ def names_per_load(inst: Instance, volatile: set[str]) -> bool:
 
 
 def observed_chains(plain: list[Instance], rng: random.Random, count: int, observe: Observe) -> list[Instance]:
-    """Chains of two steps on one document, replayed to see what they do together: the second may set what
-    the first checks (a colour's hex, then its red), or be the same press again (Next, then Next)."""
+    """Chains of steps on one document, replayed to see what they do together: the second may set what the
+    first checks (Next, then Next: step 2), and a chain that holds is extended by a third step the same way.
+    Two kinds of step that did not compose once are not tried again (what a step changes from a reset says little:
+    an app may recompute its whole document on the first change), nor a request already had."""
     docs = [i for i in plain if i.family.extra.get("document")]
-    pairs = [(a, b) for a in docs for b in docs if a.family.transition.page == b.family.transition.page
-             and (a is not b or not a.values)]
+    failed: set[tuple[str, str]] = set()
+
+    def joins(a: Instance, b: Instance) -> bool:
+        return a.family.transition.page == b.family.transition.page and (a is not b or not a.values) and (a.family.key, b.family.key) not in failed
+
+    pairs = [(a, b) for a in docs for b in docs if joins(a, b)]
     rng.shuffle(pairs)
     pairs.sort(key=lambda ab: ab[0].family.key == ab[1].family.key)  # two kinds of step first
-    out = []
-    for a, b in pairs[: count * 2]:
+    want = round(count * MULTI_SHARE * 1.25)  # the draw's share of chains, and a few for the gate to reject
+    out: list[Instance] = []
+    asked: set[str] = set()
+    tried = 0
+
+    def attempt(a: Instance, b: Instance) -> None:
+        nonlocal tried
         joined = chain_on_document(a, b)
-        seen = observe(joined.reference) if joined else None
-        made = observed_chain(joined, *seen, [a.verifier, b.verifier]) if joined and seen else None
+        if joined is None or joined.request.casefold() in asked or not joins(a, b):
+            return
+        tried += 1
+        seen = observe(joined.reference)
+        made = observed_chain(joined, *seen, [a.verifier, b.verifier]) if seen else None
         if made:
             out.append(made)
-        if len(out) >= count:
-            break
+            asked.add(made.request.casefold())
+        elif seen:
+            failed.add((a.family.key, b.family.key))
+
+    for a, b in pairs:
+        if len(out) >= want or tried >= 3 * want:
+            return out
+        attempt(a, b)
+    for c in list(out):  # three steps: a chain that held, then one more
+        for b in rng.sample(docs, len(docs)):
+            if len(out) >= want or tried >= 3 * want:
+                return out
+            if joins(c, b):
+                attempt(c, b)
+                break
     return out
 
 
@@ -275,7 +322,7 @@ def notes(manifest: Any, walk: WalkResult, fams: list[Family], dropped: Any, pic
     items = sum(len(s.on_items) for s in walk.scans.values())
     cards = sum(len(s.cards) for s in walk.scans.values())
     out = [
-        f"{name}: discovery walked {len(walk.pages)} page(s) in {walk.seconds:.0f}s: {groups} form(s) with {fields} field(s), "
+        f"{name}: discovery walked {len(walk.pages)} page(s) in {walk.seconds:.0f}s ({walk.steps} steps): {groups} form(s) with {fields} field(s), "
         f"{items} control(s) on records, {cards} draggable card(s); {len(walk.transitions)} transitions, "
         f"{len(walk.changing)} changed state",
         f"{name}: state found: {walk.state.describe() if walk.state else '-'}",

@@ -69,6 +69,8 @@ class Instance:
     values: list[str]
     item: str = ""
     setup_request: str = ""
+    setup_slots: dict[str, str] = field(default_factory=dict)  # what the making step typed, by field
+    slots: dict[str, str] = field(default_factory=dict)  # what this step typed, by field
 
 
 # ---- verifiers from diffs ------------------------------------------------------------------------------
@@ -197,7 +199,8 @@ def _stored_verifier(t: Transition, named: tuple[str, ...]) -> tuple[str, dict[s
         expr = _manifest_expression(t)
         typed = tuple(s.value for s in t.slots if s.value and s.value != "yes")
         pressed = "" if typed else (t.button or t.control.get("name", ""))
-        found = expr and (_document_change(d.manifest[0], d.manifest[1], expr, typed, pressed)
+        labels = {s.value: s.field.spoken for s in t.slots if s.value}
+        found = expr and (_document_change(d.manifest[0], d.manifest[1], expr, typed, pressed, labels)
                           or js_state_matches.from_change(d.manifest[0], d.manifest[1], expr, named))
         if found and _names_typed(found[1], named):
             return found[0], found[1], _checked_values(found[1]) or [v for v in named if v]
@@ -215,8 +218,8 @@ def _stored_verifier(t: Transition, named: tuple[str, ...]) -> tuple[str, dict[s
 MAX_DOCUMENT_CHANGES = 12  # more changed leaves than this is not one step a request can name
 
 
-def _document_change(before: Any, after: Any, expression: str, typed: tuple[str, ...] = (), pressed: str = ""
-                     ) -> tuple[str, dict[str, Any], str] | None:
+def _document_change(before: Any, after: Any, expression: str, typed: tuple[str, ...] = (), pressed: str = "",
+                     labels: dict[str, str] | None = None) -> tuple[str, dict[str, Any], str] | None:
     """For a state that is one document (an object, not a list of records): the leaves the step set (items
     of lists by their index), and what it removed (checked as absent). When some leaves took the values
     typed, or the value the pressed control names (a swatch "Color:#194D33"), only those are checked:
@@ -230,7 +233,12 @@ def _document_change(before: Any, after: Any, expression: str, typed: tuple[str,
     removed = {_absent_root(k, after): None for k in a if k not in b and a[k] is not None}
     said = {_bare(v): str(v) for v in typed if _bare(v)}
     # a number as typed ("94"), so another value typed in a variant swaps into the check
-    named = {k: v if isinstance(v, str) else said[_bare(v)] for k, v in changed.items() if _bare(v) in said}
+    # a leaf that held about that value already (51.0000001, then 51) did not take it from the step: left out
+    named = {k: v if isinstance(v, str) else said[_bare(v)] for k, v in changed.items() if _bare(v) in said and not _about(a.get(k), v)}
+    # several leaves took one typed value (b typed as 25, and r recomputed to 25): the one named like the field typed into
+    by_label = {k: v for k, v in named.items() if normalise(k.rsplit(".", 1)[-1]) == normalise((labels or {}).get(str(v), ""))}
+    if len(named) > 1 and by_label and len(by_label) == len({str(v) for v in named.values() if normalise((labels or {}).get(str(v), ""))}):
+        named = by_label
     shown = normalise(pressed)
     chosen = {k: v for k, v in changed.items() if isinstance(v, str) and len(v.strip()) >= 3 and normalise(v) in shown} if shown else {}
     where = named or chosen or (changed | removed)
@@ -250,6 +258,15 @@ def _document_change(before: Any, after: Any, expression: str, typed: tuple[str,
     if js_state_matches.judge(Evidence({}, {"state": before}), params).passed or not js_state_matches.judge(Evidence({}, {"state": after}), params).passed:
         return None
     return family, {"template": "js_state_matches", "params": params}, f"set {where}"
+
+
+def _about(was: Any, now: Any) -> bool:
+    """Two numbers that differ only by rounding (a leaf recomputed from another)."""
+    try:
+        x, y = float(was), float(now)
+    except (TypeError, ValueError):
+        return False
+    return abs(x - y) <= 1e-3 * max(1.0, abs(y))
 
 
 def _bare(value: Any) -> str:
@@ -533,7 +550,8 @@ def instance(fam: Family, rng: random.Random, fresh: bool) -> Instance | None:
         slots = {s.field.spoken: swaps.get(s.value, s.value) for s in fam.setup.slots}
         setup_request = _request(made, [_substitute(v, swaps) for v in made.values], "", slots, check) if made else ""
         mine = {s.field.spoken: own_swaps.get(s.value, s.value) for s in t.slots}
-        return Instance(fam, _request(fam, values, item, mine, verifier), setup, check, own, verifier, values, item, setup_request)
+        return Instance(fam, _request(fam, values, item, mine, verifier), setup, check, own, verifier, values, item, setup_request,
+                        slots, mine)
     if t.kind == "drag":
         return _drag_instance(fam, rng, fresh)
     if fam.extra.get("options"):
@@ -607,7 +625,9 @@ def _checked_slots(slots: dict[str, str] | None, verifier: dict[str, Any]) -> di
 
 
 def _request(fam: Family, values: list[str], item: str, slots: dict[str, str] | None = None,
-             verifier: dict[str, Any] | None = None) -> str:
+             verifier: dict[str, Any] | None = None, by_field: bool = False) -> str:
+    """What a person asks for; `by_field` says each value with its field's name, even a lone one (what is said
+    is not all that was typed, so a lone value need not be the record's name)."""
     t, name = fam.transition, fam.name
     slots = _checked_slots(slots, verifier or fam.verifier)
     where = _clean(t.heading)
@@ -642,7 +662,7 @@ def _request(fam: Family, values: list[str], item: str, slots: dict[str, str] | 
     slots = slots or {}
     texts = [v for k, v in slots.items() if v not in ("yes",)]
     making = name == "create" and bool(MAKING.match(where))  # the form says what it makes: "Add group"
-    if name == "create" and len(texts) == 1:
+    if name == "create" and len(texts) == 1 and not by_field:
         if making:
             return _sentence(f"{where} {quote(texts[0])}")
         return _sentence(f"add {quote(texts[0])} to " + (quote(where) if where else "my list"))
@@ -676,16 +696,31 @@ def chain(first: Instance, second: Instance) -> Instance | None:
         return None
     if _placed_lists(first.verifier) & _placed_lists(second.verifier):
         return None
-    if _same_leaves(_document_leaves(first), _document_leaves(second)):  # the second would set what the first checks
+    if _same_leaves(_document_leaves(first), _document_leaves(second) | changed_leaves(second)):  # the second sets what the first checks
         return None
     req = _sentence(f"{_lower_first(first.request)}, then {_lower_first(second.request)}")
     verifier = {"template": "all_of", "params": {"checks": [first.verifier, second.verifier]}}
-    then = second.reference
-    ended = urlsplit(first.family.transition.url_after or "")
-    if then and then[0].get("action") == "goto" and ended.path and (ended.path + (f"#{ended.fragment}" if ended.fragment else "")) in (
-            then[0]["url"], urlsplit(then[0]["url"]).path):
-        then = then[1:]  # already there: reloading would lose what an in-page app holds in memory
+    then = _after(first.family.transition, second.family.transition, second.reference)
     return Instance(first.family, req, [], None, first.reference + then, verifier, first.values + second.values)
+
+
+def _after(first: Transition, second: Transition, reference: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The second step of a chain without what the first already established. A step's path opens a page (signing
+    in first when the sign-in lives in the page: its `arrival`), then may press what leads to the step (a ➕ that
+    opens a form). When the first step ended on that page, the arrival both paths share holds already and is left
+    out — a reload would lose what an in-page app holds, and a sign-in typed again goes into a page already signed
+    in — while the presses that lead to the step are done again."""
+    if not reference or reference[0].get("action") != "goto" or not _ended_at(first, reference[0]["url"]):
+        return reference
+    arrival = second.path[: second.arrival]
+    if arrival and reference[: len(arrival)] == arrival and first.path[: len(arrival)] == arrival:
+        return reference[len(arrival):]
+    return reference[1:]  # the page's opening: the first step ended there
+
+
+def _ended_at(t: Transition, url: str) -> bool:
+    ended = urlsplit(t.url_after or "")
+    return bool(ended.path) and (ended.path + (f"#{ended.fragment}" if ended.fragment else "")) in (url, urlsplit(url).path)
 
 
 def chain_on_document(first: Instance, second: Instance) -> Instance | None:
@@ -703,7 +738,9 @@ def _joined(first: Instance, second: Instance) -> Instance:
     req = _sentence(f"{_lower_first(first.request)}, then {_lower_first(second.request)}")
     then = second.reference
     if then and then[0].get("action") == "goto" and first.reference and first.reference[0] == then[0]:
-        then = then[1:]  # the second step starts where the first left the page
+        then = _after(first.family.transition, second.family.transition, then)
+        if then is second.reference:  # no address after the first step: it stays on the page it opened
+            then = then[1:]
     return Instance(first.family, req, [], None, first.reference + then, {}, first.values + second.values)
 
 
@@ -730,17 +767,121 @@ def _document_leaves(inst: Instance) -> set[tuple[str, str]]:
     return {(p.get("expression", ""), k) for k in p.get("where", {})}
 
 
+def changed_leaves(inst: Instance) -> set[tuple[str, str]]:
+    """Every leaf of the document the step changed when the walk did it (a colour's red changes its hex and hsl
+    too), by the check's expression: what a step after another would overwrite."""
+    before, after = inst.family.transition.diff.manifest or (None, None)
+    if not inst.family.extra.get("document") or not isinstance(before, dict) or not isinstance(after, dict):
+        return set()
+    a, b = document_leaves(before), document_leaves(after)
+    expression = inst.family.verifier.get("params", {}).get("expression", "")
+    return {(expression, k) for k in a.keys() | b.keys() if a.get(k) != b.get(k) and not _about(a.get(k), b.get(k))}  # not by rounding
+
+
+def overwrites(first: Instance, second: Instance) -> bool:
+    """The second step changes a leaf that holds a value the first step's request names (a hex, then a red that
+    changes the hex): the first value is gone at the end, so the chain would not say what it leaves."""
+    return bool(first.values) and _same_leaves(_document_leaves(first), changed_leaves(second))
+
+
 def _same_leaves(a: set[tuple[str, str]], b: set[tuple[str, str]]) -> bool:
     """Some path of one is a path of the other or inside it ("object" and "object.a")."""
     return any(ea == eb and (ka == kb or ka.startswith(kb + ".") or kb.startswith(ka + ".")) for ea, ka in a for eb, kb in b)
 
 
 def made_then(inst: Instance) -> Instance | None:
-    """Make a record, then act on it (the family's step, on the record just made), as one task."""
+    """Make a record, then act on it (the family's step, on the record just made), as one task. Its check is
+    the record as it ends (`_as_it_ends`): what the making set and the step left, with what the step set. The
+    request names what that check tells apart: a value the step replaced (the title before a rename) is typed
+    by the reference but not said — no end state shows it, so a check could not tell it from another — and the
+    record is then "it" ("Add calendar with description “Plans”, then rename it to “Team trip”")."""
     if not inst.setup or not inst.setup_request or inst.family.name == "delete":
         return None
-    req = _sentence(f"{_lower_first(inst.setup_request)}, then {_lower_first(inst.request)}")
-    return Instance(inst.family, req, [], None, inst.setup + inst.reference, inst.verifier, inst.values, inst.item)
+    fam, made = inst.family, inst.family.setup_family
+    if made is None:
+        return None
+    seen = _as_it_ends(fam.setup_verifier or {}, fam.verifier)  # on the walk's own values, where its end state is known
+    ends = seen is not None and _holds_after(seen, fam.transition)
+    verifier = (_as_it_ends(inst.setup_check or {}, inst.verifier) if ends else None) or inst.verifier
+    shown = _shown_values(verifier)
+    said = {k: v for k, v in inst.setup_slots.items() if v == "yes" or normalise(v) in shown}
+    if any(v != "yes" for v in said.values()):
+        first = _request(made, [], "", said, verifier, by_field=len(said) < len(inst.setup_slots))
+    elif made.name == "create":  # none of its values is left, but the record it made is the one the step changed
+        first = _making(made)
+    else:  # a value set and then set again: the first step leaves nothing the end shows, so it does not count
+        return None
+    then = inst.request
+    if inst.item and normalise(inst.item) not in shown:
+        then = then.replace(quote(inst.item), "it")
+    req = _sentence(f"{_lower_first(first)}, then {_lower_first(then)}")
+    values = [v for v in [*inst.setup_slots.values(), *inst.values] if v != "yes" and normalise(v) in shown]
+    return Instance(fam, req, [], None, inst.setup + inst.reference, verifier, list(dict.fromkeys(values)), inst.item)
+
+
+def _as_it_ends(made: dict[str, Any], step: dict[str, Any]) -> dict[str, Any] | None:
+    """The record a making step made, as the step that followed it leaves it: the making's check with the
+    values the step set in place of those it replaced — one record check, so the values of both are checked
+    on the same record. None when the two checks are not of one record."""
+    mp = made.get("params", {})
+    if made.get("template") == "row_exists" and step.get("template") == "field_equals" and step["params"].get("table") == mp.get("table"):
+        sp = step["params"]
+        return {"template": "row_exists", "params": {"table": mp["table"], "where": mp["where"] | {sp["field"]: sp["value"]}}}
+    if made.get("template") != "js_state_matches" or int(mp.get("count", 0)) != 1:
+        return None
+    set_ = [c["params"]["where"] for c in _checks(step) if c.get("template") == "js_state_matches"
+            and c["params"].get("expression") == mp.get("expression") and int(c["params"].get("count", 0)) >= 1]
+    if len(set_) != 1:
+        return None
+    return {"template": "js_state_matches", "params": {"expression": mp["expression"], "where": mp["where"] | set_[0], "count": 1}}
+
+
+def _holds_after(verifier: dict[str, Any], t: Transition) -> bool:
+    """Whether a record check holds on the state the step left, where the walk read that state (else it is
+    left to the gate)."""
+    p = verifier["params"]
+    after = _state_after(t, p.get("expression", "")) if verifier["template"] == "js_state_matches" else None
+    return after is None or sum(1 for r in after if js_state_matches.matches(r, p["where"])) == int(p["count"])
+
+
+def _checks(verifier: dict[str, Any]) -> list[dict[str, Any]]:
+    if verifier.get("template") == "all_of":
+        return [c for sub in verifier["params"].get("checks", []) for c in _checks(sub)]
+    return [verifier]
+
+
+def _state_after(t: Transition, expression: str) -> list[Any] | None:
+    """The state the expression reads, as the step left it (as records), where the walk read it."""
+    d, manifest = t.diff, _manifest_expression(t)
+    if expression == RECORDS_JS and d.records is not None:
+        return d.records[1]
+    if manifest and expression == items_expression(manifest) and d.items is not None:
+        return d.items[1]
+    if manifest and expression == manifest and d.manifest is not None:
+        after = d.manifest[1]
+        return after if isinstance(after, list) else [after]
+    return None
+
+
+def _shown_values(verifier: dict[str, Any]) -> set[str]:
+    """The values an end state that passes the check must hold: those of its positive record checks."""
+    out: set[str] = set()
+    for c in _checks(verifier):
+        p = c.get("params", {})
+        if c.get("template") == "js_state_matches" and int(p.get("count", 0)) >= 1 or c.get("template") == "row_exists":
+            out |= {normalise(v) for v in p.get("where", {}).values() if v is not None}
+        elif c.get("template") == "field_equals":
+            out.add(normalise(p.get("value")))
+    return out
+
+
+def _making(fam: Family) -> str:
+    """A making step said without its values (they are all gone by the end): the form's own words ("Create
+    calendar"), else an item added to its list."""
+    where = _clean(fam.transition.heading)
+    if MAKING.match(where):
+        return _sentence(where)
+    return _sentence("add an item to " + (quote(where) if where else "my list"))
 
 
 def retrieve_instances(walk: WalkResult) -> list[Instance]:
@@ -781,7 +922,7 @@ def counted_after_making(fams: list[Family], walk: WalkResult, seed: int) -> lis
                 continue
             setup: list[dict[str, Any]] = []
             for m in made:
-                setup += m.reference if not setup else _without_reload(fam.transition, m.reference)
+                setup += m.reference if not setup else _after(fam.transition, fam.transition, m.reference)
             check = {"template": "all_of", "params": {"checks": [m.verifier for m in made]}}
             n = sum(1 for r in records if r.get("list") == lst) + len(made)
             retrieve = Family("retrieve", f"retrieve|count|{fam.key}", fam.transition, {}, [])
@@ -791,13 +932,6 @@ def counted_after_making(fams: list[Family], walk: WalkResult, seed: int) -> lis
             inst.reference = inst.reference[1:]  # the setup leaves the list on screen
             out.append(inst)
     return out
-
-
-def _without_reload(t: Transition, reference: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    ended = urlsplit(t.url_after or "")
-    if reference and reference[0].get("action") == "goto" and ended.path and urlsplit(reference[0]["url"]).path == ended.path:
-        return reference[1:]
-    return reference
 
 
 def _answer(fam: Family, page: str, request: str, answer: str, values: list[str], also: list[str] | None = None) -> Instance:

@@ -65,6 +65,7 @@ class Transition:
     url_after: str = ""
     made_by: Transition | None = None  # the create step whose record this step acts on
     text_after: str = ""
+    arrival: int = 1  # the first actions of `path` that open the page (after an in-page sign-in); the rest lead to the step
 
 
 @dataclass
@@ -136,6 +137,9 @@ class DiscoveryWalk:
                     pages.append(target)
                     queue.append(target)
             self._explore_page(page, scan)
+        for t in self.transitions:
+            opening = self._path_to(t.page)
+            t.arrival = len(opening) if t.path[: len(opening)] == opening else min(1, len(t.path))
         if self.capped:
             self.notes.append(f"the walk reached its wall-clock cap ({self.max_seconds:.0f} s) after {self.steps} of its "
                               f"{self.max_steps} steps: the machine was too slow for it (an environment limit, not what the "
@@ -165,16 +169,17 @@ class DiscoveryWalk:
 
     def _explore_page(self, page: str, scan: PageScan) -> None:
         path = self._path_to(page)
-        self._page_groups = {g.signature() for g in scan.groups}
+        self._page_groups = {_name_shape(g.signature()) for g in scan.groups}  # a button named by the colour it shows is the same form
         self._shown = {b["name"] for b in scan.page_buttons} | {c["name"] for c in scan.on_items}
+        made: list[Transition] = []  # steps that made records: followed once the page's own controls are walked
         for group in scan.groups:
             if self._late():
-                return
+                break
             if group.item or self._walked_before(group.signature()):  # the same form on every page (a sidebar's filter)
                 continue
-            made = self._group_step(path, group, "form" if group.kind != "enter" else "enter", page)
-            if made and made.diff:
-                self._on_made_records(page, made)
+            t = self._group_step(path, group, "form" if group.kind != "enter" else "enter", page)
+            if t and t.diff:
+                made.append(t)
         for ctl in _one_per_kind(scan.on_items + _record_links(scan)):
             if not self._late():
                 alike = [c for c in scan.on_items if (c["role"], c["name"]) == (ctl["role"], ctl["name"]) and c["item"] != ctl["item"]]
@@ -182,14 +187,12 @@ class DiscoveryWalk:
         for editor in _in_place_texts(scan):
             if not self._late():
                 self._in_place_step(path, editor, page)
-        if scan.records and not any(t.made_by for t in self.transitions):
-            self._on_record(path, page, scan.records[0], scan)
-        if scan.cards and len(scan.zones) > 1:  # a board: its cards move before its page buttons are pressed
+        if scan.cards and len(scan.zones) > 1 and not self._late():  # a board: its cards move before its page buttons are pressed
             self._drags(path, scan, page)
         alike: dict[str, int] = {}
         for button in scan.page_buttons + _in_page_links(scan):
             if self._late():
-                return
+                break
             if (self.manifest.sensitive_kind(button["name"]) or ACCOUNT_LINKS.search(button["name"])
                     or self._walked_before(f"button|{button['name']}")):  # a header's button on every page: pressed once
                 continue
@@ -197,7 +200,15 @@ class DiscoveryWalk:
             alike[shape] = alike.get(shape, 0) + 1
             if alike[shape] > MAX_ALIKE_BUTTONS:
                 continue
-            self._press_step(path, button, page)
+            made += self._press_step(path, button, page)
+        for t in made:  # breadth first: the records steps made are followed after every control of the page had its turn
+            if self._late():
+                return
+            self._reset()
+            if self._do(t.path + t.actions):
+                self._on_made_records(page, t)
+        if scan.records and not any(t.made_by for t in self.transitions) and not self._late():
+            self._on_record(path, page, scan.records[0], scan)
 
     # ---- steps ------------------------------------------------------------------------------------
     def _group_step(self, path: list[dict], group: Group, kind: str, page: str, heading: str = "", button: str = "",
@@ -445,7 +456,7 @@ class DiscoveryWalk:
                          made_by=made_by)
         if t is None or t.diff or self._late():
             return t
-        fresh = [g for g in scan_page(self.driver).groups if not g.item and g.signature() not in self._page_groups]
+        fresh = [g for g in scan_page(self.driver).groups if not g.item and _name_shape(g.signature()) not in self._page_groups]
         if fresh:  # the press opened the record's editor (an Edit link, a pencil): fill it in instead
             self.transitions.remove(t)
             g = fresh[0]
@@ -471,17 +482,20 @@ class DiscoveryWalk:
             changed = changed or bool(t and t.diff)
         return changed
 
-    def _press_step(self, path: list[dict], button: dict[str, Any], page: str) -> None:
+    def _press_step(self, path: list[dict], button: dict[str, Any], page: str) -> list[Transition]:
+        """Press a page button; a press that opens a form walks into it. The steps that made records."""
         t = self._simple("page_button", path, [{"action": "left_click", "target": button["target"]}], page, button=button["name"])
         if t is None:
-            return
-        fresh = [g for g in scan_page(self.driver).groups if not g.item and g.signature() not in self._page_groups]
+            return []
+        made = []
+        fresh = [g for g in scan_page(self.driver).groups if not g.item and _name_shape(g.signature()) not in self._page_groups]
         if fresh:  # a press that opened a form (a modal, a card editor): walk into it instead
             self.transitions.remove(t)
             for g in fresh[:2]:
-                made = self._group_step(path + t.actions, g, "form", page, heading=g.heading or button["name"], button="")
-                if made and made.diff and not self._late():
-                    self._on_made_records(page, made)
+                step = self._group_step(path + t.actions, g, "form", page, heading=g.heading or button["name"], button="")
+                if step and step.diff:
+                    made.append(step)
+        return made
 
     def _drags(self, path: list[dict], scan: PageScan, page: str) -> None:
         """Each of the first few lists' first card to every other list, and within a list of three or
@@ -713,7 +727,7 @@ def _in_place_texts(scan: PageScan) -> list[FieldInfo]:
 
 def _name_shape(name: str) -> str:
     """A control's name with its values (numbers, colour codes) blanked: alike controls share it."""
-    return re.sub(r"#?[0-9A-Fa-f]*\d[0-9A-Fa-f]*", "0", name)
+    return re.sub(r"#[0-9A-Fa-f]{3,8}\b|#?[0-9A-Fa-f]*\d[0-9A-Fa-f]*", "0", name)
 
 
 def _in_page_links(scan: PageScan) -> list[dict[str, Any]]:
