@@ -11,7 +11,7 @@ kept), so the four flows can run in separate calls. `--trials` is the total per 
 Material (all made here, nothing fetched): for mine-failures and export-sft a synthetic lake made by
 tests/flows/export_data.py (12 tasks, 96 trajectories of 4 steps by default, PNG screens drawn with PIL); for
 synthesize-tasks an empty lake (the static agent on the repo's own sandboxes/shop); for rollout, a lake of shop
-pairs synthesised by the static agent first (the replay policy on 3 of them, 2 episodes each). Each flow's work is cut small so that it is many
+pairs synthesised by the static agent first (the replay policy on 2 of them, 2 episodes each). Each flow's work is cut small so that it is many
 commits at little cost: one candidate per gate batch, one episode per rollout batch, 8 trajectories per mining
 shard, 1 MB export shards (the batch-size settings every run honours).
 
@@ -62,7 +62,7 @@ from lake import Lake  # noqa: E402
 
 COMMANDS = {
     "synthesize-tasks": ["run", "synthesize-tasks", "--sandbox", "shop", "--count", "6"],
-    "rollout": ["run", "rollout", "--policy", "replay", "--sandbox", "shop", "--budget", "3", "--episodes", "2"],
+    "rollout": ["run", "rollout", "--policy", "replay", "--sandbox", "shop", "--budget", "2", "--episodes", "2"],
     "mine-failures": ["run", "mine-failures"],
     "export-sft": ["run", "export-sft", "--name", "killed", "--negatives", "--shard-mb", "1"],
 }
