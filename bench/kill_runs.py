@@ -245,6 +245,7 @@ def _matches_manifest(folder: Path) -> bool:
 
 
 def check(flow: str, before: dict, after: dict, unkilled: dict) -> list[str]:
+    after = json.loads(json.dumps(after))  # as the kept reference reads back: its (id, step) pairs are lists
     problems = []
     if after["duplicates"]:
         problems.append(f"{after['duplicates']} duplicates")
