@@ -245,7 +245,8 @@ def _matches_manifest(folder: Path) -> bool:
 
 
 def check(flow: str, before: dict, after: dict, unkilled: dict) -> list[str]:
-    after = json.loads(json.dumps(after))  # as the kept reference reads back: its (id, step) pairs are lists
+    after, unkilled = json.loads(json.dumps(after)), json.loads(json.dumps(unkilled))  # as a kept reference reads
+    # back: (id, step) pairs become lists
     problems = []
     if after["duplicates"]:
         problems.append(f"{after['duplicates']} duplicates")
