@@ -2,17 +2,20 @@
 doubled or left running, and that the rerun ends with the lake an unkilled run makes.
 
     nice -n 10 python bench/kill_runs.py --keep DIR [--trials 10] [--flows synthesize-tasks rollout mine-failures
-                              export-sft] [--seed 0] [--server shared|ephemeral]
+                              export-sft] [--seed 0] [--server shared|ephemeral] [--prefect-home HOME]
 
 Resumable: with `--keep DIR` each flow's trials go to DIR/results/<flow>.jsonl and a second call with the same
 DIR goes on from the first trial not yet run (the base lakes, the unkilled reference and the seeded draws are
-kept), so the four flows can run in separate calls. `--trials` is the total per flow.
+kept), so the four flows can run in separate calls. `--trials` is the total per flow. Calls at once (one per
+flow, each with its own DIR) share one long-lived Prefect server with `--prefect-home HOME` after
+`PREFECT_HOME=HOME flywheel server start --port P`: a server already running there is used and left running.
 
 Material (all made here, nothing fetched): for mine-failures and export-sft a synthetic lake made by
 tests/flows/export_data.py (12 tasks, 96 trajectories of 4 steps by default, PNG screens drawn with PIL); for
 synthesize-tasks an empty lake (the static agent on the repo's own sandboxes/shop); for rollout, a lake of shop
-pairs synthesised by the static agent first (the replay policy on 2 of them, 2 episodes each). Each flow's work is cut small so that it is many
-commits at little cost: one candidate per gate batch, one episode per rollout batch, 8 trajectories per mining
+pairs synthesised by the static agent first (the replay policy on 2 of them, 2 episodes each; the same
+`synthesize-tasks --count 6` lake that command's reference run makes). Each flow's work is cut small so that it
+is many commits at little cost: one candidate per gate batch, one episode per rollout batch, 8 trajectories per mining
 shard, 1 MB export shards (the batch-size settings every run honours).
 
 Where the kill lands: an unkilled reference run is watched first. Its progress is the number of lake commits
@@ -20,7 +23,10 @@ Where the kill lands: an unkilled reference run is watched first. Its progress i
 one `exports` row), and each change of it is an event. A trial draws an event k uniformly from the first to the
 one before last, starts the same command, waits until its own progress reaches the reference's at event k, then
 sleeps a uniform fraction of the reference's gap to the next event and sends SIGKILL. Each trial prints where it
-landed: the commits and export files it had made, of how many an unkilled run makes.
+landed: the commits and export files it had made, of how many an unkilled run makes. A kill counts only when it
+landed inside the work (at least one commit made and not all of them, the run still running): a draw that missed
+(a loaded run ended before its moment came) is listed under `missed_draws`, its processes ended, and the trial
+draws again on a fresh copy of the base lake.
 
 Checked per trial, after the same command runs once more to completion:
   every flow     the rerun's lake equals the unkilled run's (row counts and ids of the flow's tables), the work
