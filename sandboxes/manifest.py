@@ -102,6 +102,10 @@ class StartSpec(_Strict):
     # must start an app slower, not fail it (30 s was met twice by a replica under a CPU hog)
     start_timeout_s: float = 180.0
     isolation: Literal["process", "container"] = "process"
+    # web: the page's Math.random draws the same numbers on every load from a reset (an app that makes up its
+    # demo data, ids or order per load is then the same app in the walk, the gate and every episode); false
+    # leaves the browser's own
+    seeded_random: bool = True
 
 
 class StateSpec(_Strict):

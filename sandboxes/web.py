@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import sqlite3
 import subprocess
@@ -127,6 +128,44 @@ def canonical_origin(sandbox: str) -> str:
     """The origin data names a sandbox by (`http://shop.local`), whatever port a run serves it on: prompts,
     URLs, trees and errors in the lake and in exports never carry infrastructure."""
     return f"http://{sandbox}.local"
+
+
+# A page that draws the same on every load from a reset: its Math.random is a function of the sandbox, the
+# page's address and what the browser holds for it (storage and cookies), so a load after a reset, and any
+# reload that finds nothing new stored, draws the same numbers; a reload after the app stored records draws
+# others (an app keeping ids it drew before would meet them again). Its clock reads one fixed instant, in the
+# past, until the page has loaded (what start-up code seeds a generator with, or stamps demo data with), then
+# the real time (so ids and stamps made later are what they would be). crypto's random is left alone.
+SEEDED_RANDOM_JS = r"""(() => {
+  const hash = (s, h) => { for (let i = 0; i < s.length; i++) h = Math.imul(h ^ s.charCodeAt(i), 2654435761) >>> 0; return h; };
+  let held = '';
+  try {
+    const entries = s => Object.keys(s).sort().map(k => k + '=' + s.getItem(k)).join('&');
+    held = entries(localStorage) + '|' + entries(sessionStorage) + '|' + document.cookie.split('; ').sort().join('&');
+  } catch (e) {}  // an opaque origin has no storage
+  let a = hash(location.pathname + '|' + held, hash(%(sandbox)s, 2166136261));
+  Math.random = function random() {
+    a = (a + 0x6D2B79F5) >>> 0; let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1); t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+  const Real = Date, start = %(start_ms)d;
+  let loaded = null;
+  addEventListener('load', () => { loaded = true; }, {once: true});
+  const now = () => loaded === null ? start : Real.now();
+  const PageDate = function Date(...args) {
+    if (!new.target) return new Real(now()).toString();
+    return args.length ? new Real(...args) : new Real(now());
+  };
+  PageDate.prototype = Real.prototype; PageDate.now = now; PageDate.parse = Real.parse; PageDate.UTC = Real.UTC;
+  window.Date = PageDate;
+})()"""
+PAGE_CLOCK_START_MS = 1_704_110_400_000  # 2024-01-01T12:00:00Z: what a reset app's pages read as "now" while loading
+
+
+def seeded_random_script(sandbox: str) -> str:
+    """The init script that makes a sandbox's pages replayable (seeded by name, so runs on any port draw alike)."""
+    return SEEDED_RANDOM_JS % {"sandbox": json.dumps(sandbox), "start_ms": PAGE_CLOCK_START_MS}
 
 
 def system_chromium() -> str | None:
@@ -332,6 +371,8 @@ class WebDriver:
         options = self.profile.context_options() if self.profile else {"viewport": {"width": w, "height": h}}
         self.context = self.host.browser.new_context(**options)
         self.context.set_default_timeout(self.action_timeout_ms)
+        if self.manifest.start is None or self.manifest.start.seeded_random:
+            self.context.add_init_script(seeded_random_script(self.manifest.name))
         self.page = self.context.new_page()
         self.page.on("request", self._on_request)
         self.page.on("requestfinished", self._on_request_done)

@@ -235,6 +235,21 @@ def test_a_document_state_is_checked_leaf_by_leaf():
     assert by["delete"].verifier["params"]["where"] == {"object.c": None}
 
 
+def test_a_key_renamed_in_place_is_checked_by_its_own_path_in_every_variant():
+    """A tree editor's field renamed where it is shown: the check names the new key as the leaf's path, so a
+    variant typing another name must check that name (not the first one's path)."""
+    doc = {"boolean": True, "number": 123}
+    key = field(label="", target={"text": "boolean"}, value="boolean")
+    renamed = Transition("edit", [{"action": "goto", "url": "/"}], [{"action": "type", "target": key.target, "text": "Dinner trip 28",
+                         "clear": True}], StateDiff(manifest=(doc, {"Dinner trip 28": True, "number": 123})), [Slot(0, key, "Dinner trip 28")],
+                         item="boolean")
+    (fam,), _ = families_from(_walk([renamed]), "editor.get()")
+    assert fam.verifier["params"]["where"] == {"Dinner trip 28": True, "boolean": None}
+    other = instance(fam, random.Random(5), fresh=True)
+    typed = other.reference[1]["text"]
+    assert typed != "Dinner trip 28" and other.verifier["params"]["where"] == {typed: True, "boolean": None}
+
+
 COLOUR = {"hex": "#194D33", "rgba": {"r": 25, "g": 77, "b": 51, "a": 1}, "hsl": {"h": 150, "s": 0.5, "l": 0.2, "a": 1}}
 
 

@@ -105,3 +105,53 @@ def test_a_drag_to_a_list_off_screen_scrolls_while_holding_the_card(shop_app, br
     driver.close()
     assert got["Mouse card"] == (True, None, [["Native card"], ["Already here", "Mouse card"]])
     assert got["Native card"] == (True, None, [["Mouse card"], ["Already here", "Native card"]])
+
+
+RANDOM_PAGE = """<!doctype html><body><p id="drawn"></p><script>
+  // what a demo makes up at start-up: numbers from Math.random and a stamp from the clock
+  document.getElementById('drawn').textContent = JSON.stringify({r: [Math.random(), Math.random()], at: new Date().toISOString()});
+</script></body>"""
+
+
+def _drawn_at_load(driver, shop_app) -> dict:
+    import json
+
+    if not getattr(driver.context, "_fw_routed", False):  # a page of the app's origin that draws at start-up
+        driver.context.route(f"{shop_app.base_url}/drawn", lambda route: route.fulfill(content_type="text/html", body=RANDOM_PAGE))
+        driver.context._fw_routed = True
+    assert driver.act(parse_actions([{"action": "goto", "url": "/drawn"}])[0]).ok
+    return json.loads(driver.probe(Probe("drawn", "js", "document.getElementById('drawn').textContent")))
+
+
+def test_a_page_draws_the_same_random_numbers_and_clock_on_every_load_from_a_reset(shop_app, browser_host):
+    """An app that makes up its data per load (random titles, shuffled order, a start-up stamp) is the same
+    app in the walk, the gate and every episode, however often it is loaded; a reload after the app stored
+    something draws differently (ids it drew before the reload stay unique)."""
+    driver = WebDriver(shop_app, browser_host)
+    driver.reset(new_context=True)
+    first = _drawn_at_load(driver, shop_app)
+    reloaded = _drawn_at_load(driver, shop_app)  # a second load of the same episode, nothing stored
+    driver.page.evaluate("() => localStorage.setItem('todos', JSON.stringify([{id: 0.123}]))")
+    after_storing = _drawn_at_load(driver, shop_app)
+    driver.reset(new_context=False)
+    after_clearing = _drawn_at_load(driver, shop_app)
+    driver.reset(new_context=True)
+    in_a_new_context = _drawn_at_load(driver, shop_app)
+    clock_runs = driver.probe(Probe("t", "js", "new Promise(r => { const a = Date.now(); setTimeout(() => r(Date.now() - a), 300); })"))
+    driver.close()
+    assert first == reloaded == after_clearing == in_a_new_context
+    assert first["at"] == "2024-01-01T12:00:00.000Z"
+    assert after_storing["r"] != first["r"], "a reload after the app stored records draws other numbers"
+    assert clock_runs >= 250, "after the page has loaded its clock is the real one"
+
+
+def test_a_manifest_can_leave_the_pages_own_random_numbers(shop_app, browser_host):
+    driver = WebDriver(shop_app, browser_host)
+    driver.manifest = driver.manifest.model_copy(update={"start": driver.manifest.start.model_copy(update={"seeded_random": False})})
+    drawn = []
+    for _ in range(2):
+        driver.reset(new_context=True)
+        drawn.append(_drawn_at_load(driver, shop_app))
+    driver.close()
+    assert drawn[0]["r"] != drawn[1]["r"]
+    assert drawn[0]["at"] != "2024-01-01T12:00:00.000Z"

@@ -484,8 +484,15 @@ def _substitute(value: Any, swaps: dict[str, str]) -> Any:
     if isinstance(value, list):
         return [_substitute(v, swaps) for v in value]
     if isinstance(value, dict):
-        return {k: _substitute(v, swaps) for k, v in value.items()}
+        return {k: _substitute_where(v, swaps) if k == "where" and isinstance(v, dict) else _substitute(v, swaps)
+                for k, v in value.items()}
     return value
+
+
+def _substitute_where(where: dict[str, Any], swaps: dict[str, str]) -> dict[str, Any]:
+    """A check's conditions with the new values, in its paths too: a document's leaf is named by its path,
+    and a key typed in place (a field renamed in a tree editor) is part of that path."""
+    return {_substitute(k, swaps): _substitute(v, swaps) for k, v in where.items()}
 
 
 def _revalue(t: Transition, rng: random.Random) -> tuple[list[dict], dict[str, str]]:

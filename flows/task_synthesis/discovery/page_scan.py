@@ -195,6 +195,19 @@ SCAN_JS = r"""(() => {
     return {text: itemText(it), link: !!it.querySelector('a[href]'), x: Math.round((r.left + Math.min(r.width / 2, 80)) * 999 / innerWidth), y: Math.round((r.top + r.height / 2) * 999 / innerHeight)};
   }).filter(r => r.text && r.x >= 0 && r.x <= 999 && r.y >= 0 && r.y <= 999);
   const editors = fieldEls.filter(el => isItem(el) && el.value).map(fieldOf).filter(Boolean);
+  // text edited in place (contenteditable: a tree editor's keys and values, a cell): found by the text it
+  // shows (the nth element showing exactly that, as a text target counts them), typed over like a field
+  const editable = [...document.querySelectorAll('[contenteditable]')].filter(el => el.isContentEditable && vis(el)
+    && !(el.parentElement && el.parentElement.isContentEditable) && squash(el.textContent) && squash(el.textContent).length <= 80).slice(0, 60);
+  const wanted = new Set(editable.map(el => squash(el.textContent))), showing = {};
+  [...document.querySelectorAll('body *')].forEach(e => { const t = squash(e.textContent);
+    if (wanted.has(t) && ![...e.children].some(c => squash(c.textContent) === t)) (showing[t] = showing[t] || []).push(e); });
+  editable.forEach(el => { const v = squash(el.textContent), nth = (showing[v] || []).indexOf(el); if (nth < 0) return;
+    const it = itemOf(el) || el.closest('article, [role=article]');
+    editors.push({target: nth ? {text: v, nth} : {text: v}, role: 'textbox', type: /^-?\d+(\.\d+)?$/.test(v) ? 'number' : 'text',
+      label: realLabel(el) || shownLabel(el) || squash(el.title), named: false, multiple: false, asked: '', name: '', required: false,
+      pattern: '', min: '', max: '', step: '', minlength: 0, maxlength: 0, value: v, checked: false, options: [],
+      in_place: true, record: it ? itemText(it) : ''}); });
   return {url: location.href, title: document.title, groups, records, editors, on_items: onItems, page_buttons: pageButtons,
     drag: {cards: cards.map(itemText).filter(Boolean), zones}, links};
 })()"""
@@ -221,6 +234,8 @@ class FieldInfo:
     named: bool = True  # has a name attribute: a form post sends its value
     multiple: bool = False  # a select that takes several options
     asked: str = ""  # a phrase the page asks to be typed here (a confirmation): typed as it is, never a parameter
+    in_place: bool = False  # text edited where it is shown (contenteditable), not an input
+    record: str = ""  # the record an in-place text sits on
 
     @property
     def spoken(self) -> str:

@@ -179,6 +179,9 @@ class DiscoveryWalk:
             if not self._late():
                 alike = [c for c in scan.on_items if (c["role"], c["name"]) == (ctl["role"], ctl["name"]) and c["item"] != ctl["item"]]
                 self._item_step(path, ctl, page, last=alike[-1] if alike else None)
+        for editor in _in_place_texts(scan):
+            if not self._late():
+                self._in_place_step(path, editor, page)
         if scan.records and not any(t.made_by for t in self.transitions):
             self._on_record(path, page, scan.records[0], scan)
         if scan.cards and len(scan.zones) > 1:  # a board: its cards move before its page buttons are pressed
@@ -401,6 +404,31 @@ class DiscoveryWalk:
         diff = self.state.diff(before, self.state.read())
         self.transitions.append(Transition("edit", path, actions, diff, [Slot(1, editor, made[1])], item=record["text"], page=page,
                                            url_after=self._url(), text_after=self._text(), made_by=made_by))
+
+    def _in_place_step(self, path: list[dict], editor: FieldInfo, page: str) -> Transition | None:
+        """Type over a text edited where it is shown (a tree editor's value, a cell); when typing alone does not
+        change the state, leave the field (Tab), which is what commits such an edit in most apps."""
+        made = fill_action(editor, random.Random(f"{self.seed}-in-place-{editor.value}-{editor.target}"))
+        if made is None:
+            return None
+        act, value = made
+        self._reset()
+        if not self._do(path):
+            return None
+        before = self.state.read()
+        actions = [act]
+        if not self._do(actions):
+            return None
+        diff = self.state.diff(before, self.state.read())
+        if not diff:
+            actions.append({"action": "key", "keys": ["Tab"]})
+            if not self._do(actions[-1:]):
+                return None
+            diff = self.state.diff(before, self.state.read())
+        t = Transition("edit", path, actions, diff, [Slot(0, editor, value)], item=editor.value, page=page,
+                       url_after=self._url(), text_after=self._text())
+        self.transitions.append(t)
+        return t
 
     def _item_step(self, path: list[dict], ctl: dict[str, Any], page: str, made_by: Transition | None = None,
                    last: dict[str, Any] | None = None, lead: list[dict] | None = None) -> Transition | None:
@@ -667,6 +695,20 @@ def _record_links(scan: PageScan) -> list[dict[str, Any]]:
     on that record, like its buttons (the scan sees those shown only on hover after one)."""
     return [{"target": {"role": "link", "name": lk["name"]}, "role": "link", "name": lk["name"], "item": lk["item"]}
             for lk in scan.links if lk.get("item") and lk["href"] in ("", "#")]
+
+
+MAX_IN_PLACE = 8  # texts edited in place, each from a reset
+
+
+def _in_place_texts(scan: PageScan) -> list[FieldInfo]:
+    """Texts edited in place worth a step: the last one of each record first (a row reads "name: value",
+    and the value is what a person changes), then the rest, at most MAX_IN_PLACE."""
+    texts = [f for f in scan.editors if f.in_place]
+    last: dict[str, FieldInfo] = {}
+    for f in texts:
+        last[f.record or f"#{id(f)}"] = f
+    first = list(last.values())
+    return (first + [f for f in texts if f not in first])[:MAX_IN_PLACE]
 
 
 def _name_shape(name: str) -> str:
