@@ -2,17 +2,20 @@
 doubled or left running, and that the rerun ends with the lake an unkilled run makes.
 
     nice -n 10 python bench/kill_runs.py --keep DIR [--trials 10] [--flows synthesize-tasks rollout mine-failures
-                              export-sft] [--seed 0] [--server shared|ephemeral]
+                              export-sft] [--seed 0] [--server shared|ephemeral] [--prefect-home HOME]
 
 Resumable: with `--keep DIR` each flow's trials go to DIR/results/<flow>.jsonl and a second call with the same
 DIR goes on from the first trial not yet run (the base lakes, the unkilled reference and the seeded draws are
-kept), so the four flows can run in separate calls. `--trials` is the total per flow.
+kept), so the four flows can run in separate calls. `--trials` is the total per flow. Calls at once (one per
+flow, each with its own DIR) share one long-lived Prefect server with `--prefect-home HOME` after
+`PREFECT_HOME=HOME flywheel server start --port P`: a server already running there is used and left running.
 
 Material (all made here, nothing fetched): for mine-failures and export-sft a synthetic lake made by
 tests/flows/export_data.py (12 tasks, 96 trajectories of 4 steps by default, PNG screens drawn with PIL); for
 synthesize-tasks an empty lake (the static agent on the repo's own sandboxes/shop); for rollout, a lake of shop
-pairs synthesised by the static agent first (the replay policy on 3 of them, 2 episodes each). Each flow's work is cut small so that it is many
-commits at little cost: one candidate per gate batch, one episode per rollout batch, 8 trajectories per mining
+pairs synthesised by the static agent first (the replay policy on 2 of them, 2 episodes each; the same
+`synthesize-tasks --count 6` lake that command's reference run makes). Each flow's work is cut small so that it
+is many commits at little cost: one candidate per gate batch, one episode per rollout batch, 8 trajectories per mining
 shard, 1 MB export shards (the batch-size settings every run honours).
 
 Where the kill lands: an unkilled reference run is watched first. Its progress is the number of lake commits
@@ -20,7 +23,10 @@ Where the kill lands: an unkilled reference run is watched first. Its progress i
 one `exports` row), and each change of it is an event. A trial draws an event k uniformly from the first to the
 one before last, starts the same command, waits until its own progress reaches the reference's at event k, then
 sleeps a uniform fraction of the reference's gap to the next event and sends SIGKILL. Each trial prints where it
-landed: the commits and export files it had made, of how many an unkilled run makes.
+landed: the commits and export files it had made, of how many an unkilled run makes. A kill counts only when it
+landed inside the work (at least one commit made and not all of them, the run still running): a draw that missed
+(a loaded run ended before its moment came) is listed under `missed_draws`, its processes ended, and the trial
+draws again on a fresh copy of the base lake.
 
 Checked per trial, after the same command runs once more to completion:
   every flow     the rerun's lake equals the unkilled run's (row counts and ids of the flow's tables), the work
@@ -62,7 +68,7 @@ from lake import Lake  # noqa: E402
 
 COMMANDS = {
     "synthesize-tasks": ["run", "synthesize-tasks", "--sandbox", "shop", "--count", "6"],
-    "rollout": ["run", "rollout", "--policy", "replay", "--sandbox", "shop", "--budget", "3", "--episodes", "2"],
+    "rollout": ["run", "rollout", "--policy", "replay", "--sandbox", "shop", "--budget", "2", "--episodes", "2"],
     "mine-failures": ["run", "mine-failures"],
     "export-sft": ["run", "export-sft", "--name", "killed", "--negatives", "--shard-mb", "1"],
 }
@@ -245,6 +251,8 @@ def _matches_manifest(folder: Path) -> bool:
 
 
 def check(flow: str, before: dict, after: dict, unkilled: dict) -> list[str]:
+    after, unkilled = json.loads(json.dumps(after)), json.loads(json.dumps(unkilled))  # as a kept reference reads
+    # back: (id, step) pairs become lists
     problems = []
     if after["duplicates"]:
         problems.append(f"{after['duplicates']} duplicates")
@@ -287,8 +295,47 @@ def reference(flow: str, base: Path, folder: Path, prefect_home: Path, warmups: 
     return ref
 
 
-def trial(flow: str, index: int, base: Path, work: Path, prefect_home: Path, ref: dict, rng: random.Random) -> dict:
-    events = ref["events"]
+def trial(flow: str, index: int, base: Path, work: Path, prefect_home: Path, ref: dict, rng: random.Random,
+          attempts: int = 6) -> dict:
+    """One kill inside the work and its check. A draw whose kill missed the work (the run had made no commit yet,
+    or all of them, or had ended on its own) is not counted: its processes are ended, the lake is put back, and
+    the next draw is tried, up to `attempts` in all."""
+    events, missed = ref["events"], []
+    for _ in range(attempts):
+        killed = kill_once(flow, base, work, prefect_home, events, rng)
+        if killed["inside"]:
+            break
+        missed.append({k: killed[k] for k in ("kill_after_event", "commits_at_kill", "finished_before_kill")})
+        orphans._kill(left_running(killed["tag"], killed["lake_root"]))
+    else:
+        raise RuntimeError(f"{flow} trial {index}: {attempts} kills in a row missed the work: {missed}")
+    lake_root, tag, seen, started = killed["lake_root"], killed["tag"], killed["seen"], killed["started"]
+    before = facts(flow, lake_root)
+    mid = progress(lake_root)
+    run_cli(COMMANDS[flow], lake_root, prefect_home, work / "next.log")
+    rerun = progress(lake_root)
+    left_after_next = left_running(tag, lake_root)
+    containers = containers_of(seen, started)
+    after = facts(flow, lake_root)
+    problems = check(flow, before, after, ref["facts"])
+    if left_after_next:
+        problems.append(f"{len(left_after_next)} processes of the killed run still running")
+        orphans._kill(left_after_next)
+    if containers:
+        problems.append(f"containers left: {containers}")
+    if flow == "rollout" and len(after["done"]) - len(before["done"]) != len(ref["facts"]["done"]) - len(before["done"]):
+        problems.append("the rerun did not run just the episodes the killed run had not landed")
+    return {"flow": flow, "trial": index, **{k: killed[k] for k in (
+                "kill_after_event", "killed_at_s", "commits_at_kill", "export_files_at_kill", "finished_before_kill",
+                "left_after_kill")},
+            "missed_draws": missed, "work_done_before_kill": len(before["done"]),
+            "work_of_unkilled_run": len(ref["facts"]["done"]), "rerun_commits": rerun[0] - mid[0],
+            "gate_checks": f"{after['checks']} (unkilled {ref['facts']['checks']})" if flow == "synthesize-tasks" else None,
+            "left_after_next_command": len(left_after_next), "problems": problems}
+
+
+def kill_once(flow: str, base: Path, work: Path, prefect_home: Path, events: list, rng: random.Random) -> dict:
+    """Start the command on a fresh copy of the base lake, SIGKILL it at a drawn moment, and say where it landed."""
     k = rng.randrange(0, len(events) - 1)  # kill after event k, before the last event (the run's final commit)
     _, commits_k, files_k = events[k]
     gap = events[k + 1][0] - events[k][0]
@@ -319,30 +366,13 @@ def trial(flow: str, index: int, base: Path, work: Path, prefect_home: Path, ref
     time.sleep(0.5)
     left_after_kill = left_running(tag, lake_root)
     seen |= set(left_after_kill)
-    before = facts(flow, lake_root)
-    mid = progress(lake_root)
-    run_cli(COMMANDS[flow], lake_root, prefect_home, work / "next.log")
-    rerun = progress(lake_root)
-    left_after_next = left_running(tag, lake_root)
-    containers = containers_of(seen, started)
-    after = facts(flow, lake_root)
-    problems = check(flow, before, after, ref["facts"])
-    if left_after_next:
-        problems.append(f"{len(left_after_next)} processes of the killed run still running")
-        orphans._kill(left_after_next)
-    if containers:
-        problems.append(f"containers left: {containers}")
-    if flow == "rollout" and len(after["done"]) - len(before["done"]) != len(ref["facts"]["done"]) - len(before["done"]):
-        problems.append("the rerun did not run just the episodes the killed run had not landed")
-    unkilled_commits = events[-1][1]
-    return {"flow": flow, "trial": index, "kill_after_event": f"{k + 1}/{len(events)}", "killed_at_s": killed_at,
-            "commits_at_kill": f"{at_kill[0] - base_progress[0]}/{unkilled_commits}",
+    made, unkilled_commits = at_kill[0] - base_progress[0], events[-1][1]
+    return {"lake_root": lake_root, "tag": tag, "seen": seen, "started": started,
+            "inside": not finished_first and 0 < made < unkilled_commits,
+            "kill_after_event": f"{k + 1}/{len(events)}", "killed_at_s": killed_at,
+            "commits_at_kill": f"{made}/{unkilled_commits}",
             "export_files_at_kill": f"{at_kill[1] - base_progress[1]}/{events[-1][2]}",
-            "finished_before_kill": finished_first, "work_done_before_kill": len(before["done"]),
-            "work_of_unkilled_run": len(ref["facts"]["done"]), "rerun_commits": rerun[0] - mid[0],
-            "gate_checks": f"{after['checks']} (unkilled {ref['facts']['checks']})" if flow == "synthesize-tasks" else None,
-            "left_after_kill": len(left_after_kill), "left_after_next_command": len(left_after_next),
-            "problems": problems}
+            "finished_before_kill": finished_first, "left_after_kill": len(left_after_kill)}
 
 
 # ---- driver --------------------------------------------------------------------------------------
@@ -358,21 +388,24 @@ def main() -> int:
     parser.add_argument("--server", choices=["shared", "ephemeral"], default="shared",
                         help="shared: one `flywheel server` for every command (fast); ephemeral: each command starts "
                         "its own Prefect server, so a kill can also orphan that server")
+    parser.add_argument("--prefect-home", type=Path,
+                        help="the shared server's PREFECT_HOME (default DIR/prefect); a server already running there "
+                        "(e.g. `PREFECT_HOME=… flywheel server start`) is used and left running, so calls at once share it")
     parser.add_argument("--keep", type=Path, help="keep everything here, and resume the trials already run here")
     args = parser.parse_args()
     TRAJECTORIES = args.trajectories
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))  # clean up as on Ctrl-C
     folder = (args.keep or Path(tempfile.mkdtemp(prefix="flywheel-kill-"))).resolve()
     folder.mkdir(parents=True, exist_ok=True)
-    prefect_home = folder / "prefect"
+    prefect_home, ours = (args.prefect_home or folder / "prefect").resolve(), False
     if args.server == "shared":
         from flywheel import prefect_server
 
-        prefect_server.start(port=_free_port(), home=prefect_home)
+        _, ours = prefect_server.start(port=_free_port(), home=prefect_home)
     try:
         return _trials(args, folder, prefect_home)
     finally:
-        if args.server == "shared":
+        if ours:  # a server that was already running (another call's, `flywheel server start`) is left running
             prefect_server.stop(prefect_home)
         if not args.keep:
             shutil.rmtree(folder, ignore_errors=True)
@@ -406,6 +439,7 @@ def _trials(args: argparse.Namespace, folder: Path, prefect_home: Path) -> int:
             "flow": flow, "trials": len(results), "with_problems": len(bad), "unkilled_run_s": ref["run_s"],
             "unkilled_events": len(ref["events"]), "unkilled_commits": ref["events"][-1][1],
             "killed_mid_run": sum(not r["finished_before_kill"] for r in results),
+            "missed_draws_retried": sum(len(r.get("missed_draws", [])) for r in results),
             "kill_moments": [r["commits_at_kill"] for r in results],
             "processes_left_after_kill": sum(r["left_after_kill"] for r in results),
             "processes_left_after_next_command": sum(r["left_after_next_command"] for r in results),

@@ -137,3 +137,19 @@ def test_a_gate_batch_killed_between_its_checks_and_its_pairs_is_checked_once_af
     rows = lake.query("SELECT run_id, count(*) AS n FROM validation_runs GROUP BY 1")
     assert rows == [{"run_id": "synth-rerun", "n": 6}]  # the rerun's checks only, not the killed run's beside them
     assert lake.query("SELECT count(*) AS n FROM tasks_history")[0]["n"] == 2
+
+
+def test_the_bench_compares_a_rerun_with_a_reference_read_back_from_its_folder():
+    """A reference kept in DIR is JSON: its (trajectory, step) pairs come back as lists, and a resumed call must
+    not report an equal lake as differing (every such trial did, before the comparison normalised both sides)."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    import kill_runs
+
+    fresh = {"done": ["t0", "t1"], "duplicates": 0, "same": {"step_rewards": [("t0", 0), ("t1", 0)],
+                                                             "mined": ["t0", "t1"], "failures": [], "failure_seeds": 0}}
+    kept = json.loads(json.dumps(fresh))
+    kill_runs.TRAJECTORIES = 2
+    assert kill_runs.check("mine-failures", fresh, fresh, kept) == []  # a resumed call: the reference read back
+    assert kill_runs.check("mine-failures", fresh, fresh, fresh) == []  # the reference made in the same call
+    other = fresh | {"same": fresh["same"] | {"step_rewards": [("t0", 0), ("t1", 1)]}}
+    assert kill_runs.check("mine-failures", fresh, other, kept) == ["step_rewards differs from an unkilled run's: 2 vs 2"]
