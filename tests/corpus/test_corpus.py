@@ -29,6 +29,10 @@ EXCLUDED = ("todomvc", "flaskr", "qwen")
 # meets the thresholds then fails here until it is taken off this list.
 YIELD_PENDING = set(APPS) - {"html5sortable", "dragula", "jsoneditor", "radicale", "vue-color"}
 RUN_PENDING = os.environ.get("FLYWHEEL_CORPUS_PENDING") == "run"
+# Apps that meet the thresholds in a measured bench/foreign.py run but whose full run costs CI too much time:
+# skipped in CI, with the reason; FLYWHEEL_CORPUS_PENDING=run runs them too (and they must pass).
+CI_TOO_SLOW = {"radicale": "meets the bar (30 of 30 verified, 4 families, 40% multi-step in bench/foreign.py) but its "
+                           "gated run costs ~17 CPU-s per pair, ~10 min of CI"}
 # Synthesis and exploration sizes for CI (bench/foreign.py runs the full sizes).
 COUNT, STEPS, MINUTES = 30, 80, 1.0
 
@@ -103,9 +107,10 @@ def test_each_app_fetches_starts_and_answers(name, chromium):
 
 @pytest.mark.browser
 @pytest.mark.slow
-@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(
+@pytest.mark.parametrize("name", [pytest.param(n, marks=[pytest.mark.xfail(
     n in YIELD_PENDING, strict=True, run=RUN_PENDING,
-    reason="discovery does not yet reach the Done-when figures on this app (FLYWHEEL_CORPUS_PENDING=run tries)")) for n in APPS])
+    reason="discovery does not yet reach the Done-when figures on this app (FLYWHEEL_CORPUS_PENDING=run tries)"),
+    pytest.mark.skipif(n in CI_TOO_SLOW and not RUN_PENDING, reason=CI_TOO_SLOW.get(n, ""))]) for n in APPS])
 def test_synthesis_and_exploration_yield_what_the_done_when_asks(name, prefect_harness, tmp_path):
     fetched(name)
     got = measure(CORPUS / name, tmp_path / "lake", count=COUNT, steps=STEPS, minutes=MINUTES)
