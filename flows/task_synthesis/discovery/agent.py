@@ -22,6 +22,7 @@ from flows.task_synthesis.discovery.families import (
     counted_after_making,
     document_leaves,
     families_from,
+    follows,
     instance,
     made_then,
     observed_chain,
@@ -172,7 +173,7 @@ def draw(fams: list[Family], walk: WalkResult, request: SynthesisRequest, sandbo
                 got.append(inst)
         if observe is not None and got and f.extra.get("document") and f.transition.slots and _typing_is_enough(got[0], observe):
             for inst in got:  # the press after typing is not needed (a field the app reads as you type): left out
-                inst.reference = inst.reference[:-1]
+                inst.reference, inst.dropped = inst.reference[:-1], inst.reference[-1:]
         if observe is not None and f.extra.get("records"):  # the same step on other records, each replayed
             records = list(f.extra["records"])
             random.Random(f"{request.seed}-{f.key}-records").shuffle(records)
@@ -277,7 +278,8 @@ def observed_chains(plain: list[Instance], rng: random.Random, count: int, obser
     failed: set[tuple[str, str]] = set()
 
     def joins(a: Instance, b: Instance) -> bool:
-        return a.family.transition.page == b.family.transition.page and (a is not b or not a.values) and (a.family.key, b.family.key) not in failed
+        return (a.family.transition.page == b.family.transition.page and (a is not b or not a.values)
+                and (a.family.key, b.family.key) not in failed and follows(a, b))
 
     pairs = [(a, b) for a in docs for b in docs if joins(a, b)]
     rng.shuffle(pairs)

@@ -71,6 +71,8 @@ class Instance:
     setup_request: str = ""
     setup_slots: dict[str, str] = field(default_factory=dict)  # what the making step typed, by field
     slots: dict[str, str] = field(default_factory=dict)  # what this step typed, by field
+    ends: Transition | None = None  # a chain's last step (None: the family's own step)
+    dropped: list[dict[str, Any]] = field(default_factory=list)  # a last press left out of `reference` (typing was enough)
 
 
 # ---- verifiers from diffs ------------------------------------------------------------------------------
@@ -184,7 +186,8 @@ def _shown_or_searched(t: Transition, typed: tuple[str, ...]) -> tuple[str, dict
             path = urlsplit(t.url_after).path
             looks = "".join(f"(?=(?:.*&)?{re.escape(k)}={_spaced(v)}(?:&|$))" for k, v in query)
             return "search", {"template": "url_matches", "params": {"pattern": f"{re.escape(path)}\\?{looks}"}}, [v for _, v in query]
-    shown = [v for v in typed if len(v) >= 3 and v.casefold() in t.text_after.casefold()]
+    shown = [v for v in typed if len(v) >= 3 and v.casefold() in t.text_after.casefold()
+             and v.casefold() not in t.text_before.casefold()]  # an option's label the page showed already says nothing
     if shown and t.kind in ("form", "enter"):
         checks = [{"template": "page_contains", "params": {"text": v}} for v in shown]
         return "submit", checks[0] if len(checks) == 1 else {"template": "all_of", "params": {"checks": checks}}, shown
@@ -200,7 +203,8 @@ def _stored_verifier(t: Transition, named: tuple[str, ...]) -> tuple[str, dict[s
         typed = tuple(s.value for s in t.slots if s.value and s.value != "yes")
         pressed = "" if typed else (t.button or t.control.get("name", ""))
         labels = {s.value: s.field.spoken for s in t.slots if s.value}
-        found = expr and (_document_change(d.manifest[0], d.manifest[1], expr, typed, pressed, labels)
+        picked = tuple(s.value for s in t.slots if s.value and s.field.type in ("radio", "select"))
+        found = expr and (_document_change(d.manifest[0], d.manifest[1], expr, typed, pressed, labels, picked)
                           or js_state_matches.from_change(d.manifest[0], d.manifest[1], expr, named))
         if found and _names_typed(found[1], named):
             return found[0], found[1], _checked_values(found[1]) or [v for v in named if v]
@@ -219,13 +223,13 @@ MAX_DOCUMENT_CHANGES = 12  # more changed leaves than this is not one step a req
 
 
 def _document_change(before: Any, after: Any, expression: str, typed: tuple[str, ...] = (), pressed: str = "",
-                     labels: dict[str, str] | None = None) -> tuple[str, dict[str, Any], str] | None:
+                     labels: dict[str, str] | None = None, picked: tuple[str, ...] = ()) -> tuple[str, dict[str, Any], str] | None:
     """For a state that is one document (an object, not a list of records): the leaves the step set (items
     of lists by their index), and what it removed (checked as absent). When some leaves took the values
     typed, or the value the pressed control names (a swatch "Color:#194D33"), only those are checked:
     the rest follows from them (a colour's rgb and hsl from its hex) and would tie the check to one value.
-    A flag flipped is a toggle, a value the press named a select, leaves only added a create, leaves only
-    removed a delete, anything else an update."""
+    A flag flipped is a toggle, a value the press named (or options picked: `picked`) a select, leaves only
+    added a create, leaves only removed a delete, anything else an update."""
     if not isinstance(before, dict) or not isinstance(after, dict):
         return None
     a, b = document_leaves(before), document_leaves(after)
@@ -244,7 +248,8 @@ def _document_change(before: Any, after: Any, expression: str, typed: tuple[str,
     where = named or chosen or (changed | removed)
     if not where or len(where) > MAX_DOCUMENT_CHANGES:
         return None
-    if chosen and not named:
+    options = {_bare(v) for v in picked}
+    if chosen and not named or named and options and all(_bare(v) in options for v in named.values()):
         family = "select"
     elif removed and not changed:
         family = "delete"
@@ -420,6 +425,10 @@ def _options(walk: WalkResult, t: Transition, verifier: dict[str, Any]) -> list[
     """The other choices beside a pressed one: the page's buttons named alike but for the value the press
     set ("Color:#194D33", "Color:#F44336", ...), each with the value its name gives and its own target."""
     values = {str(v) for v in verifier["params"]["where"].values()}
+    choice = next((s.field for s in t.slots if s.field.type == "radio" and s.field.options), None)
+    if choice is not None and len(values) == 1:  # a radio picked: the group's other options, but the one it came with
+        return [{"value": o["value"], "target": o["target"]} for o in choice.options
+                if not o.get("checked") and _bare(o["value"]) not in {_bare(v) for v in values}][:MAX_OPTIONS]
     scan = walk.scans.get(t.page)
     if len(values) != 1 or scan is None:
         return []
@@ -481,7 +490,7 @@ def _option_instance(fam: Family, rng: random.Random, fresh: bool) -> Instance:
     if fresh:
         option = rng.choice(fam.extra["options"])
         for act in actions[::-1]:
-            if act.get("action") == "left_click":
+            if act.get("action") in ("left_click", "check"):
                 act["target"] = option["target"]
                 break
         verifier = copy.deepcopy(fam.verifier)
@@ -698,10 +707,38 @@ def chain(first: Instance, second: Instance) -> Instance | None:
         return None
     if _same_leaves(_document_leaves(first), _document_leaves(second) | changed_leaves(second)):  # the second sets what the first checks
         return None
+    if not follows(first, second):
+        return None
     req = _sentence(f"{_lower_first(first.request)}, then {_lower_first(second.request)}")
     verifier = {"template": "all_of", "params": {"checks": [first.verifier, second.verifier]}}
-    then = _after(first.family.transition, second.family.transition, second.reference)
-    return Instance(first.family, req, [], None, first.reference + then, verifier, first.values + second.values)
+    then = _after(_last(first), second.family.transition, second.reference)
+    return Instance(first.family, req, [], None, first.reference + _continuing(first, second, then), verifier,
+                    first.values + second.values, ends=second.family.transition, dropped=second.dropped)
+
+
+def _last(inst: Instance) -> Transition:
+    return inst.ends or inst.family.transition
+
+
+def _root(t: Transition) -> Transition:
+    while t.continues is not None:
+        t = t.continues
+    return t
+
+
+def follows(first: Instance, second: Instance) -> bool:
+    """Whether the second step can be done where the first ends: a wizard's later step only right after the step
+    before it (its path went through that one), and a wizard's first step not after a later one of the same wizard."""
+    last, step = _last(first), second.family.transition
+    if step.continues is not None:
+        return step.continues is last
+    return _root(last) is not step
+
+
+def _continuing(first: Instance, second: Instance, then: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The second step's actions after the first's: when it continues the first (a wizard's next step), the press
+    that led on from the first (left out of its reference when typing alone was its check) comes back first."""
+    return first.dropped + then if second.family.transition.continues is _last(first) else then
 
 
 def _after(first: Transition, second: Transition, reference: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -710,6 +747,8 @@ def _after(first: Transition, second: Transition, reference: list[dict[str, Any]
     opens a form). When the first step ended on that page, the arrival both paths share holds already and is left
     out — a reload would lose what an in-page app holds, and a sign-in typed again goes into a page already signed
     in — while the presses that lead to the step are done again."""
+    if second.continues is not None and second.continues is first:  # a wizard's next step: its path is the first step
+        return reference[len(second.path):]
     if not reference or reference[0].get("action") != "goto" or not _ended_at(first, reference[0]["url"]):
         return reference
     arrival = second.path[: second.arrival]
@@ -738,10 +777,11 @@ def _joined(first: Instance, second: Instance) -> Instance:
     req = _sentence(f"{_lower_first(first.request)}, then {_lower_first(second.request)}")
     then = second.reference
     if then and then[0].get("action") == "goto" and first.reference and first.reference[0] == then[0]:
-        then = _after(first.family.transition, second.family.transition, then)
+        then = _after(_last(first), second.family.transition, then)
         if then is second.reference:  # no address after the first step: it stays on the page it opened
             then = then[1:]
-    return Instance(first.family, req, [], None, first.reference + then, {}, first.values + second.values)
+    return Instance(first.family, req, [], None, first.reference + _continuing(first, second, then), {},
+                    first.values + second.values, ends=second.family.transition, dropped=second.dropped)
 
 
 def observed_chain(inst: Instance, before: Any, after: Any, singles: list[dict[str, Any]]) -> Instance | None:
@@ -757,7 +797,7 @@ def observed_chain(inst: Instance, before: Any, after: Any, singles: list[dict[s
         return None
     if any(where == s.get("params", {}).get("where") for s in singles):
         return None
-    return Instance(inst.family, inst.request, [], None, inst.reference, found[1], inst.values)
+    return Instance(inst.family, inst.request, [], None, inst.reference, found[1], inst.values, ends=inst.ends, dropped=inst.dropped)
 
 
 def _document_leaves(inst: Instance) -> set[tuple[str, str]]:

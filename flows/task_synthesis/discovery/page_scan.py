@@ -21,12 +21,16 @@ SCAN_JS = r"""(() => {
   // DOM's own case when the two differ only in case (a label styled uppercase is still named "hex")
   const text = el => { const shown = squash(el.innerText), raw = squash(el.textContent);
     return shown.toLowerCase() === raw.toLowerCase() ? raw : (shown || raw); };
-  const realLabel = el => {
+  // a label as Playwright's get_by_label reads it: its text content, where the page only lays it out over
+  // lines ("Starter<br>$0/mo" shows as "Starter $0/mo" but is labelled "Starter$0/mo")
+  const laidOut = el => { const shown = text(el), raw = squash(el.textContent);
+    return shown.replace(/\s+/g, '') === raw.replace(/\s+/g, '') ? raw : shown; };
+  const realLabel = (el, read = text) => {
     if (el.getAttribute('aria-label')) return squash(el.getAttribute('aria-label'));
     const by = el.getAttribute('aria-labelledby');
-    if (by) { const t = by.split(/\s+/).map(i => document.getElementById(i)).filter(Boolean).map(text).join(' '); if (t) return t; }
-    if (el.id) { const l = document.querySelector('label[for="' + CSS.escape(el.id) + '"]'); if (l && text(l)) return text(l); }
-    const wrap = el.closest('label'); if (wrap && text(wrap)) return text(wrap);
+    if (by) { const t = by.split(/\s+/).map(i => document.getElementById(i)).filter(Boolean).map(read).join(' '); if (t) return t; }
+    if (el.id) { const l = document.querySelector('label[for="' + CSS.escape(el.id) + '"]'); if (l && read(l)) return read(l); }
+    const wrap = el.closest('label'); if (wrap && read(wrap)) return read(wrap);
     return '';
   };
   // the words a person reads just before a field when no label is tied to it (a <label> whose `for` names
@@ -76,10 +80,10 @@ SCAN_JS = r"""(() => {
   const labelCount = {}; all.forEach(el => { const l = realLabel(el); if (l) labelCount[l] = (labelCount[l] || 0) + 1; });
   const target = el => {
     const r = roleOf(el), l = realLabel(el), n = nameOf(el);
-    if (l && labelCount[l] === 1 && r !== 'button' && r !== 'option') return {label: l};
+    if (l && labelCount[l] === 1 && r !== 'button' && r !== 'option') return {label: realLabel(el, laidOut)};
     if (r && n) return el.__fwNthName ? {role: r, name: n, nth: el.__fwNthName} : {role: r, name: n};
     if (r) return el.__fwNthRole ? {role: r, nth: el.__fwNthRole} : {role: r};
-    return l ? {label: l} : null;
+    return l ? {label: realLabel(el, laidOut)} : null;
   };
   const heading = el => {  // the title a person reads above a group or a list
     if (el.id && /^[A-Za-z][\w-]*$/.test(el.id) && el.id.length < 40 && /^(UL|OL|DIV|SECTION|MAIN|TBODY)$/.test(el.tagName)) return el.id.replace(/[-_]+/g, ' ').trim();
@@ -133,7 +137,8 @@ SCAN_JS = r"""(() => {
     let box = el.parentElement, bs = [];
     for (let k = 0; box && k < 4; box = box.parentElement, k++) { bs = buttons.filter(b => !claimed.has(b) && box.contains(b) && !isItem(b)); if (bs.length) break; }
     if (!bs.length || !box) { done.add(el); const f = fieldOf(el); if (f && ['textbox', 'searchbox', 'combobox'].includes(f.role)) groups.push({kind: 'enter', heading: heading(el), fields: [f], buttons: [], item: false}); return; }
-    const fs = loose.filter(x => box.contains(x)); fs.forEach(x => done.add(x)); bs.forEach(b => claimed.add(b));
+    // its fields: the loose ones in the box, and the choices beside them (a plan's radios, a terms box)
+    const fs = fieldEls.filter(x => !claimed.has(x) && !done.has(x) && !isItem(x) && box.contains(x)); fs.forEach(x => { done.add(x); claimed.add(x); }); bs.forEach(b => claimed.add(b));
     groups.push({kind: 'group', heading: heading(box), fields: fs.map(fieldOf).filter(Boolean), buttons: bs.map(b => ({name: nameOf(b), target: target(b)})).filter(b => b.target && b.name), item: false});
   });
   // controls on records: checkboxes and buttons inside list items / rows / cards

@@ -31,11 +31,14 @@ MAX_DRAG_TARGETS = 3  # the nearest other lists each is dragged to
 MAX_MENU_ENTRIES = 6  # entries of a record's menu pressed, each from a reset
 MAX_IN_PAGE_LINKS = 8  # links to places in the page pressed like buttons
 MAX_ALIKE_BUTTONS = 2  # page buttons named alike but for a value (a palette's swatches) pressed on a page
-MAX_FORM_STEPS = 3  # groups walked in a row when a press reveals another (wizards, modals)
+MAX_FORM_STEPS = 3  # groups walked in a row when a press reveals another (modals, a form's next page)
+MAX_WIZARD_STEPS = 6  # a wizard's steps walked in a row, each recorded as a step continuing the one before
+MAX_CHOICE_GROUPS = 2  # a wizard step's radio groups whose other options are tried, each from where the step starts
 MAKING_LINKS = re.compile(r"\b(add|new|create|compose|write|register)\b", re.I)
 ACCOUNT_LINKS = re.compile(r"log.?out|sign.?out|password|logout", re.I)  # would end or change the walk's session
 DELETING = re.compile(r"\b(delete|remove|trash)\b", re.I)
 DECLINING = re.compile(r"\b(no|cancel|back|close|keep)\b", re.I)
+LEAVING = re.compile(r"\b(exit|skip|later|quit)\b", re.I)  # ends the form without going on ("Save & exit"): pressed after one that goes on
 TEXT_LIKE = ("text", "textarea", "email", "url", "tel", "search", "number", "")
 SKIPPED_HREFS = ("mailto:", "tel:", "javascript:", "data:", "http://", "https://")
 
@@ -64,7 +67,9 @@ class Transition:
     page: str = "/"
     url_after: str = ""
     made_by: Transition | None = None  # the create step whose record this step acts on
+    continues: Transition | None = None  # the wizard's step before this one: this step's path is that step's path and actions
     text_after: str = ""
+    text_before: str = ""  # the page's text before the step (forms): a value it showed already says nothing
     arrival: int = 1  # the first actions of `path` that open the page (after an in-page sign-in); the rest lead to the step
 
 
@@ -223,28 +228,69 @@ class DiscoveryWalk:
         actions = list(lead or [])
         if not self._do(actions):
             return None
+        text_before = self._text()
         slots = []
-        for _ in range(MAX_FORM_STEPS):
+        first: Transition | None = None  # a wizard's first step, once recorded
+        previous: Transition | None = None  # the wizard's step this one continues
+        revealed = panels = 0
+        choices: list[tuple[list[dict], Group, Transition | None]] = []  # (path, a wizard step's fields, the step before)
+        while True:
             step_actions, step_slots, pressed = self._fill_and_submit(group, rng, len(actions), item, own=made_by is not None)
             actions += step_actions
             slots += step_slots
             if not self._do(step_actions):
-                return None
+                return first
             button = button or pressed
             heading = heading or group.heading
             after = self.state.read()
             diff = self.state.diff(before, after)
             obs_url = self._url()
             if diff or (obs_url and urlsplit(obs_url).query and urlsplit(obs_url).query != urlsplit(page).query):
-                break
-            nxt = _revealed(group, scan_page(self.driver))  # a wizard's next step, or a form the press opened
+                nxt = _next_panel(group, scan_page(self.driver)) if diff and pressed and panels < MAX_WIZARD_STEPS else None
+                if nxt is None:
+                    break
+                # a wizard: the press kept what was typed and showed the next step's fields in the same box. This step
+                # is recorded, and the next one continues where it ended (its path is this step's path and actions)
+                previous = Transition(kind, path, actions, diff, slots, heading, button, page=page, url_after=obs_url,
+                                      text_after=self._text(), item=item, made_by=made_by, continues=previous, text_before=text_before)
+                self.transitions.append(previous)
+                choices.append((path + actions[: len(lead or []) if first is None else 0], group, previous.continues))
+                first, panels = first or previous, panels + 1
+                path, actions, slots, before, button, group = path + actions, [], [], after, "", nxt
+                text_before = self._text()
+                continue
+            revealed += 1
+            nxt = _revealed(group, scan_page(self.driver)) if revealed < MAX_FORM_STEPS else None  # a form the press opened
             if nxt is None:
                 break
             group = nxt
-        t = Transition(kind, path, actions, diff, slots, heading, button, page=page, url_after=obs_url,
-                       text_after=self._text(), item=item, made_by=made_by)
-        self.transitions.append(t)
-        return t
+        if previous is None or (slots and diff):  # not a wizard's last press that typed or changed nothing
+            t = Transition(kind, path, actions, diff, slots, heading, button, page=page, url_after=obs_url,
+                           text_after=self._text(), item=item, made_by=made_by, continues=previous, text_before=text_before)
+            self.transitions.append(t)
+            first = first or t
+            if previous is not None:
+                choices.append((path, group, previous))
+        for at, fields, before_it in choices:  # a wizard's steps: their other choices, each a step of its own
+            self._choices(at, fields, page, before_it)
+        return first
+
+    def _choices(self, path: list[dict], group: Group, page: str, continues: Transition | None) -> None:
+        """A wizard step's choices (a radio group that comes with one picked: a plan, a size): another option
+        picked, from where the step starts, as a step of its own (a person choosing), whose variants are the
+        group's other options."""
+        picked = {f.group for f in group.fields if f.type == "radio" and f.checked and f.group}
+        for name in sorted(picked)[:MAX_CHOICE_GROUPS]:
+            options = [f for f in group.fields if f.type == "radio" and f.group == name]
+            other = next((f for f in options if not f.checked), None)
+            if other is None or self._late():
+                continue
+            field = FieldInfo(**{**other.__dict__, "options": [{"label": f.label, "value": f.label, "target": f.target, "checked": f.checked}
+                                                                 for f in options]})
+            act = {"action": "check", "target": field.target, "checked": True}
+            t = self._simple("choice", path, [act], page, heading=group.heading, continues=continues)
+            if t is not None:
+                t.slots = [Slot(0, field, field.label)]
 
     def _fill_and_submit(self, group: Group, rng: random.Random, offset: int, item: str = "",
                          own: bool = False) -> tuple[list[dict], list[Slot], str]:
@@ -283,7 +329,7 @@ class DiscoveryWalk:
         pressed = ""
         allowed = ("submit", "delete") if own else ("submit",)
         buttons = [b for b in group.buttons if self.manifest.sensitive_kind(b["name"]) in (None, *allowed)]
-        buttons.sort(key=lambda b: bool(DECLINING.search(b["name"])))  # Cancel / Close last
+        buttons.sort(key=lambda b: (bool(DECLINING.search(b["name"])), bool(LEAVING.search(b["name"]))))  # Cancel / Close last
         if buttons:
             pressed = buttons[0]["name"]
             actions.append({"action": "left_click", "target": buttons[0]["target"]})
@@ -766,6 +812,19 @@ def _revealed(done: Group, scan: PageScan) -> Group | None:
         if g.item or g.signature() == done.signature():
             continue
         if any(not f.value and f.type not in ("checkbox", "radio") for f in g.fields):
+            return g
+    return None
+
+
+def _next_panel(done: Group, scan: PageScan) -> Group | None:
+    """A wizard's next step: after a press that kept what was typed, the same box (its heading, a button it had)
+    shows other fields to fill, none of those just filled."""
+    names = {b["name"] for b in done.buttons}
+    filled = {f.spoken for f in done.fields}
+    for g in scan.groups:
+        if g.item or g.heading != done.heading or not names & {b["name"] for b in g.buttons}:
+            continue
+        if not filled & {f.spoken for f in g.fields} and any(not f.value and f.type not in ("checkbox", "radio") for f in g.fields):
             return g
     return None
 
