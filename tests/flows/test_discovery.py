@@ -607,3 +607,56 @@ def test_typing_is_enough_is_checked_with_the_record_a_step_acts_on_made_first()
         return COLOUR, {"rgba": {"g": typed[-1]}}
 
     assert _typing_is_enough(inst, as_you_type) and seen == [made + own[:-1]]
+
+
+# ---- multi-step forms ----------------------------------------------------------------------------------------
+WIZARD = {"step": 0, "fields": {"Name": "", "Email": "", "Team": ""}, "plan": "Pro"}
+NEXT = {"action": "left_click", "target": {"role": "button", "name": "Next"}}
+
+
+def _wizard_steps() -> tuple[Transition, Transition]:
+    """A two-step form as the walk records it: the second step continues the first (its path is the first's)."""
+    name, email, team = (field(label=x, type="email" if x == "Email" else "text") for x in ("Name", "Email", "Team"))
+    one = Transition("form", [{"action": "goto", "url": "/"}],
+                     [{"action": "type", "target": name.target, "text": "Ada", "clear": True},
+                      {"action": "type", "target": email.target, "text": "ada@example.com", "clear": True}, NEXT],
+                     StateDiff(manifest=(WIZARD, WIZARD | {"step": 1, "fields": {"Name": "Ada", "Email": "ada@example.com", "Team": ""}})),
+                     [Slot(0, name, "Ada"), Slot(1, email, "ada@example.com")], heading="Sign up", button="Next", leads_on=True)
+    after_one = one.diff.manifest[1]
+    two = Transition("form", one.path + one.actions, [{"action": "type", "target": team.target, "text": "Blue team", "clear": True}, NEXT],
+                     StateDiff(manifest=(after_one, after_one | {"step": 2, "fields": after_one["fields"] | {"Team": "Blue team"}})),
+                     [Slot(0, team, "Blue team")], heading="Sign up", button="Next", continues=one)
+    return one, two
+
+
+def test_a_wizards_next_step_is_chained_where_the_step_before_it_ended():
+    from flows.task_synthesis.discovery.families import chain_on_document, follows
+
+    one, two = _wizard_steps()
+    fams, _ = families_from(_walk([one, two]), "wizard.state")
+    assert [f.verifier["params"]["where"] for f in fams] == [{"fields.Name": "Ada", "fields.Email": "ada@example.com"},
+                                                            {"fields.Team": "Blue team"}]
+    first, second = (instance(f, random.Random(3), fresh=True) for f in fams)
+    assert second.reference[: len(two.path)] == two.path, "the second step alone walks the first one to reach its fields"
+    first.reference, first.dropped = first.reference[:-1], first.reference[-1:]  # typing was its check: Next left out
+    both = chain_on_document(first, second)
+    assert both.reference == first.reference + [NEXT] + second.reference[len(two.path):], \
+        "the first step's own values, its Next again, then the second step's fields: the first step is not redone"
+    assert follows(first, second) and not follows(second, first), "the first step's fields are gone once the second shows"
+    assert not follows(first, instance(fams[0], random.Random(4), fresh=True)), "nor is the first step done twice"
+    assert chain(second, first) is None
+
+
+def test_a_radio_picked_in_a_wizard_step_is_a_select_over_the_groups_other_options():
+    one, _ = _wizard_steps()
+    options = [{"label": p, "value": p, "target": {"label": p}, "checked": p == "Pro"} for p in ("Starter", "Pro", "Business")]
+    starter = field(label="Starter", type="radio", role="radio", group="plan", options=options)
+    pick = Transition("choice", one.path + one.actions, [{"action": "check", "target": {"label": "Starter"}, "checked": True}],
+                      StateDiff(manifest=(one.diff.manifest[1], one.diff.manifest[1] | {"plan": "Starter"})),
+                      [Slot(0, starter, "Starter")], heading="Sign up", continues=one)
+    (fam,), _ = families_from(_walk([pick]), "wizard.state")
+    assert fam.name == "select" and fam.verifier["params"]["where"] == {"plan": "Starter"}
+    assert [o["value"] for o in fam.extra["options"]] == ["Business"], "not the plan it came with, nor the one picked"
+    other = instance(fam, random.Random(0), fresh=True)
+    assert other.verifier["params"]["where"] == {"plan": "Business"} and other.reference[-1]["target"] == {"label": "Business"}
+    assert other.request == "Choose “Business” in “Sign up”."

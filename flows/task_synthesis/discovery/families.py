@@ -732,6 +732,8 @@ def follows(first: Instance, second: Instance) -> bool:
     last, step = _last(first), second.family.transition
     if step.continues is not None:
         return step.continues is last
+    if last is step:  # the same step again (Next, then Next), unless it led on to fields that hide its own
+        return not step.leads_on
     return _root(last) is not step
 
 

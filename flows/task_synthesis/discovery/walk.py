@@ -68,6 +68,7 @@ class Transition:
     url_after: str = ""
     made_by: Transition | None = None  # the create step whose record this step acts on
     continues: Transition | None = None  # the wizard's step before this one: this step's path is that step's path and actions
+    leads_on: bool = False  # a wizard's step that ended by showing the next step's fields (its own are gone then)
     text_after: str = ""
     text_before: str = ""  # the page's text before the step (forms): a value it showed already says nothing
     arrival: int = 1  # the first actions of `path` that open the page (after an in-page sign-in); the rest lead to the step
@@ -252,7 +253,8 @@ class DiscoveryWalk:
                 # a wizard: the press kept what was typed and showed the next step's fields in the same box. This step
                 # is recorded, and the next one continues where it ended (its path is this step's path and actions)
                 previous = Transition(kind, path, actions, diff, slots, heading, button, page=page, url_after=obs_url,
-                                      text_after=self._text(), item=item, made_by=made_by, continues=previous, text_before=text_before)
+                                      text_after=self._text(), item=item, made_by=made_by, continues=previous, text_before=text_before,
+                                      leads_on=True)
                 self.transitions.append(previous)
                 choices.append((path + actions[: len(lead or []) if first is None else 0], group, previous.continues))
                 first, panels = first or previous, panels + 1
