@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import tomllib
 from pathlib import Path
 from types import SimpleNamespace
@@ -225,3 +226,55 @@ def test_the_walk_types_over_text_edited_in_place_and_each_edit_changes_the_docu
     walked = WalkResult(steps, [manifest.start.home_path], {}, walk.initial, [], [], 0.0)
     fams, _ = families_from(walked, manifest.state.page_expression())
     assert {f.name for f in fams} & {"update", "create", "delete"}
+
+
+@pytest.mark.browser
+def test_explore_walks_a_multi_step_form_step_by_step_and_picks_its_choices(chromium):
+    """explore's discovery walk on a wizard no one here wrote (Gentelella's onboarding wizard: Account, Workspace,
+    Invite, Confirm): it types a value of each field's type into the step's fields, presses Next (not "Save & exit")
+    and goes on into the next step's fields, each step recorded as continuing the one before (its path walks that
+    one); the plan it came with is changed as a step of its own, a select over the other plans."""
+    from flows.task_synthesis.discovery.families import chain_on_document, families_from, instance
+    from flows.task_synthesis.discovery.page_scan import scan_page
+    from flows.task_synthesis.discovery.walk import DiscoveryWalk, WalkResult
+    from sandboxes.drivers import open_driver
+
+    manifest = fetched("gentelella")
+    home = manifest.start.home_path
+
+    def run():
+        with open_driver(manifest, browser_endpoint=chromium) as driver:
+            walk = DiscoveryWalk(driver, manifest, 0)
+            path = [{"action": "goto", "url": home}]
+            walk._reset()
+            walk._do(path)
+            (form,) = [g for g in scan_page(driver).groups if any(f.type == "email" for f in g.fields)]
+            walk.initial = walk.state.read()
+            walk._group_step(path, form, "form", home)
+            fams, _ = families_from(WalkResult(walk.transitions, [home], {}, walk.initial, [], [], 0.0), manifest.state.page_expression())
+            steps = [f for f in fams if f.transition.kind == "form"]
+            both = chain_on_document(*(instance(f, random.Random(1), fresh=True) for f in steps[:2]))
+            walk._reset()
+            chained = walk.state.read().manifest if walk._do(both.reference) else None
+            return walk.transitions, fams, both, chained
+
+    transitions, fams, both, chained = in_own_thread(run)
+    steps = [t for t in transitions if t.kind == "form"]
+    assert len(steps) == 3, [t.slots for t in steps]  # Account, Workspace, Invite (Confirm has no field)
+    assert all(t.button == "Next →" for t in steps), "Next, not Save & exit"
+    assert [t.continues for t in steps] == [None, steps[0], steps[1]]
+    assert all(t.path == t.continues.path + t.continues.actions for t in steps[1:]), "each step's path walks the one before"
+    typed = {s.field.spoken: (s.field.type, s.value) for t in steps for s in t.slots}
+    assert set(typed) == {"First name", "Last name", "Email", "Password", "Workspace name", "Team member emails"}
+    assert "@" in typed["Email"][1] and typed["Password"][0] == "password"
+    for t in steps:
+        after = t.diff.manifest[1]
+        assert all(after["fields"][s.field.spoken] == s.value for s in t.slots), "the step's fields hold what it typed"
+    (choice,) = [t for t in transitions if t.kind == "choice"]
+    assert choice.continues is steps[0] and choice.diff.manifest[1]["plan"] != choice.diff.manifest[0]["plan"]
+    names = {f.name for f in fams}
+    assert {"update", "select"} <= names, names
+    (select,) = [f for f in fams if f.name == "select"]
+    assert select.extra["options"], "the other plans are its variants"
+    assert chained and all(v in chained["fields"].values() for v in both.values), \
+        "the two steps chained: the second typed where the first ended, and both steps' values are held"
