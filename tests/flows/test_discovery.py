@@ -701,3 +701,23 @@ def test_a_radio_picked_in_a_wizard_step_is_a_select_over_the_groups_other_optio
     other = instance(fam, random.Random(0), fresh=True)
     assert other.verifier["params"]["where"] == {"plan": "Business"} and other.reference[-1]["target"] == {"label": "Business"}
     assert other.request == "Choose “Business” in “Sign up”."
+
+
+def test_without_a_replayer_a_step_whose_typing_already_held_leaves_its_press_out_but_its_chain_keeps_it():
+    """explore's walk has no replayer: the state it read once the fields were filled (before Next) says typing
+    was the change, so the press is no part of the step (the gate would find it passes truncated), while a chain
+    into the wizard's next step presses it again to get there."""
+    from types import SimpleNamespace
+
+    from flows.task_synthesis.discovery.agent import draw
+
+    one, two = _wizard_steps()
+    for t in (one, two):
+        t.typed_state = {**t.diff.manifest[1], "step": t.diff.manifest[0]["step"]}  # the fields filled, the step not yet on
+    fams, _ = families_from(_walk([one, two]), "wizard.state")
+    specs = draw(fams, _walk([one, two]), SimpleNamespace(seed=0, count=12), "wizard", "x")
+    singles = [s for s in specs if s.family == "update"]
+    assert singles and all(s.reference[-1] != NEXT for s in singles), [s.reference[-1] for s in singles]
+    chained = [s for s in specs if s.family == "multi_step"]
+    assert chained and all(s.reference.count(NEXT) == 1 and s.reference[-1] != NEXT for s in chained), \
+        "Next after the first step (the second step's fields show then), not after the last"

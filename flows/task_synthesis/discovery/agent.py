@@ -173,7 +173,8 @@ def draw(fams: list[Family], walk: WalkResult, request: SynthesisRequest, sandbo
             inst = instance(f, random.Random(f"{request.seed}-{f.key}-{k}"), fresh=True)
             if inst is not None:
                 got.append(inst)
-        if observe is not None and got and f.extra.get("document") and f.transition.slots and _typing_is_enough(got[0], observe):
+        if got and f.extra.get("document") and f.transition.slots and (
+                _typing_is_enough(got[0], observe) if observe is not None else _typed_state_holds(got[0])):
             for inst in got:  # the press after typing is not needed (a field the app reads as you type): left out
                 inst.reference, inst.dropped = inst.reference[:-1], inst.reference[-1:]
         if f.name == "reorder":  # another card lands where its own drop puts it: known only by replaying it
@@ -271,6 +272,19 @@ def _typing_is_enough(inst: Instance, observe: Observe) -> bool:
         return False
     seen = observe(inst.setup + inst.reference[:-1])
     return bool(seen) and js_state_matches.judge(Evidence({}, {"state": seen[1]}), inst.verifier["params"]).passed
+
+
+def _typed_state_holds(inst: Instance) -> bool:
+    """Without a replayer (explore's walk): whether the step's check held on the state the walk read once the fields
+    were filled, before the press that ended the step."""
+    from verifier_templates import js_state_matches
+    from verifier_templates.base import Evidence
+
+    state = inst.family.transition.typed_state
+    last = inst.reference[-1] if inst.reference else {}
+    return (state is not None and last.get("action") in ("key", "left_click") and not inst.setup
+            and inst.verifier.get("template") == "js_state_matches"
+            and js_state_matches.judge(Evidence({}, {"state": state}), inst.verifier["params"]).passed)
 
 
 def names_per_load(inst: Instance, volatile: set[str]) -> bool:

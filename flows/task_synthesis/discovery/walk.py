@@ -69,6 +69,7 @@ class Transition:
     made_by: Transition | None = None  # the create step whose record this step acts on
     continues: Transition | None = None  # the wizard's step before this one: this step's path is that step's path and actions
     leads_on: bool = False  # a wizard's step that ended by showing the next step's fields (its own are gone then)
+    typed_state: Any = None  # forms: the manifest's state once the fields were filled, before the press (None: not read)
     text_after: str = ""
     text_before: str = ""  # the page's text before the step (forms): a value it showed already says nothing
     arrival: int = 1  # the first actions of `path` that open the page (after an in-page sign-in); the rest lead to the step
@@ -239,7 +240,10 @@ class DiscoveryWalk:
             step_actions, step_slots, pressed = self._fill_and_submit(group, rng, len(actions), item, own=made_by is not None)
             actions += step_actions
             slots += step_slots
-            if not self._do(step_actions):
+            if not self._do(step_actions[:-1]):
+                return first
+            typed_state = self.state.read().manifest if step_slots and self.manifest.state.page_expression() else None
+            if not self._do(step_actions[-1:]):
                 return first
             button = button or pressed
             heading = heading or group.heading
@@ -254,7 +258,7 @@ class DiscoveryWalk:
                 # is recorded, and the next one continues where it ended (its path is this step's path and actions)
                 previous = Transition(kind, path, actions, diff, slots, heading, button, page=page, url_after=obs_url,
                                       text_after=self._text(), item=item, made_by=made_by, continues=previous, text_before=text_before,
-                                      leads_on=True)
+                                      leads_on=True, typed_state=typed_state)
                 self.transitions.append(previous)
                 choices.append((path + actions[: len(lead or []) if first is None else 0], group, previous.continues))
                 first, panels = first or previous, panels + 1
@@ -268,7 +272,8 @@ class DiscoveryWalk:
             group = nxt
         if previous is None or (slots and diff):  # not a wizard's last press that typed or changed nothing
             t = Transition(kind, path, actions, diff, slots, heading, button, page=page, url_after=obs_url,
-                           text_after=self._text(), item=item, made_by=made_by, continues=previous, text_before=text_before)
+                           text_after=self._text(), item=item, made_by=made_by, continues=previous, text_before=text_before,
+                           typed_state=typed_state)
             self.transitions.append(t)
             first = first or t
             if previous is not None:
