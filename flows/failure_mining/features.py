@@ -250,11 +250,15 @@ def step_features(steps: pl.LazyFrame | pl.DataFrame) -> pl.DataFrame:
 def _with_model_words(features: pl.DataFrame) -> pl.DataFrame:
     """`said_failed`, and `target_name` for coordinate clicks from the model's words (with `_named_kind`, the
     sensitive kind of the final target name). Only the rows that can use them are searched - coordinate
-    clicks and the steps right after one - since raw outputs are the longest text of a step, and each
-    distinct text once (a policy's outputs repeat)."""
+    clicks, repeated turns other than scrolls (a click by element, a typing, a tab switch: the loop detectors
+    read what the next turn says of each) and the steps right after one - since raw outputs are the longest text
+    of a step, and each distinct text once (a policy's outputs repeat)."""
     click = pl.col("targetless") & pl.col("action_name").is_in(CLICKS) & pl.col("raw_output").is_not_null()
-    after_click = (pl.col("same_prev") & click.shift(1)).fill_null(False)
-    wanted = features.select(click=click.fill_null(False), after=after_click)
+    repeat = pl.col("is_repeat") & ~pl.col("action_name").is_in(SCROLLS)  # scrolling on is reading (see
+    # detectors.SCROLL_FACTOR): "the results still show all breeds" while scrolling is about the page
+    read = click | (repeat | repeat.shift(-1)) & pl.col("raw_output").is_not_null()
+    after_click = (pl.col("same_prev") & read.shift(1)).fill_null(False)
+    wanted = features.select(click=click.fill_null(False), after=after_click | read.fill_null(False))
     rows = (wanted["click"] | wanted["after"]).arg_true()
     picked = features.select("raw_output").gather(rows).with_columns(
         h=pl.col("raw_output").hash(), click=wanted["click"].gather(rows)
