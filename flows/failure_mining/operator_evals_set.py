@@ -74,8 +74,8 @@ def build_operator_evals_set(git_dir: str | Path, out: str | Path, commit: str =
 def trajectory(agent: str, result: dict, run: str) -> dict:
     """One run as a data.jsonl record (steps in BrowserGym form, see the module's doc)."""
     steps: list[dict] = []
-    for page in result.get("steps") or []:
-        for call in page.get("llm_calls") or []:
+    for page in _dicts(result.get("steps")):
+        for call in _dicts(page.get("llm_calls")):
             turn = {"Notte": _notte_turn, "BrowserUse": _browser_use_turn, "Convergence": _proxy_turn}[agent]
             thought, actions, elements, error_before = turn(call)
             if error_before and steps:
@@ -84,12 +84,12 @@ def trajectory(agent: str, result: dict, run: str) -> dict:
                 steps.append(
                     {"action": action, "thought": thought, "url": page.get("url"), "axtree": elements}
                 )
-    task = result.get("task") or {}
+    task = _dict(result.get("task"))
     return {
         "task_id": f"{agent}/{result.get('task_id') or task.get('id')}/{run}",
         "policy": AGENTS[agent],
-        "instruction": result.get("task_description") or task.get("question"),
-        "final_answer": result.get("agent_answer") if steps else None,
+        "instruction": _str(result.get("task_description") or task.get("question")),
+        "final_answer": _str(result.get("agent_answer")) if steps else None,
         "steps": steps,
     }
 
@@ -138,6 +138,20 @@ def _line(bid: str, role: str, name: str) -> str:
     return f"[{bid}] {role} '{name}'" if name else f"[{bid}] {role}"
 
 
+def _dicts(value: Any) -> list[dict]:
+    """The records of a list the source should hold; anything else in a run (the files are another project's
+    output, read as untrusted) is passed over rather than trusted."""
+    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
+
+
+def _dict(value: Any) -> dict:
+    return value if isinstance(value, dict) else {}
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
 def _text(content: Any) -> str:
     if isinstance(content, str):
         return content
@@ -161,16 +175,16 @@ def _label(attrs: str, shown: str) -> str:
 
 
 def _notte_turn(call: dict) -> tuple[str, list[str], str, str | None]:
-    reply = _json_in(_text((call.get("message_out") or {}).get("content")))
-    state = reply.get("state") or {}
+    reply = _json_in(_text(_dict(call.get("message_out")).get("content")))
+    state = _dict(reply.get("state"))
     thought = " ".join(
         str(state[k])
         for k in ("previous_goal_status", "previous_goal_eval", "memory", "next_goal")
         if state.get(k)
     )
     actions = []
-    for item in reply.get("actions") or [{"invalid_reply": {}}]:
-        for name, args in item.items() if isinstance(item, dict) else []:
+    for item in _dicts(reply.get("actions")) or [{"invalid_reply": {}}]:
+        for name, args in item.items():
             args = args if isinstance(args, dict) else {}
             if name == "fill":
                 actions.append(_call("fill", str(args.get("id")), str(args.get("value", ""))))
@@ -181,7 +195,7 @@ def _notte_turn(call: dict) -> tuple[str, list[str], str, str | None]:
                 actions.append(_call("keyboard_press", str(args.get("key", ""))))
             else:
                 actions.append(_generic(name, args) or _unmapped(name))
-    messages = call.get("messages_in") or []
+    messages = _dicts(call.get("messages_in"))
     elements, error = [], None
     for message in messages:
         text = _text(message.get("content"))
@@ -202,17 +216,17 @@ def _notte_turn(call: dict) -> tuple[str, list[str], str, str | None]:
 
 
 def _browser_use_turn(call: dict) -> tuple[str, list[str], str, str | None]:
-    out = call.get("message_out") or {}
+    out = _dict(call.get("message_out"))
     reply: dict = {}
-    for tool in out.get("tool_calls") or []:
-        reply = _json_in(str((tool.get("function") or {}).get("arguments", "")))
-    state = reply.get("current_state") or {}
+    for tool in _dicts(out.get("tool_calls")):
+        reply = _json_in(str(_dict(tool.get("function")).get("arguments", "")))
+    state = _dict(reply.get("current_state"))
     thought = " ".join(
         str(state[k]) for k in ("evaluation_previous_goal", "memory", "next_goal") if state.get(k)
     )
     actions = []
-    for item in reply.get("action") or [{"invalid_reply": {}}]:
-        for name, args in item.items() if isinstance(item, dict) else []:
+    for item in _dicts(reply.get("action")) or [{"invalid_reply": {}}]:
+        for name, args in item.items():
             args = args if isinstance(args, dict) else {}
             if name == "input_text":
                 actions.append(_call("fill", str(args.get("index")), str(args.get("text", ""))))
@@ -223,7 +237,7 @@ def _browser_use_turn(call: dict) -> tuple[str, list[str], str, str | None]:
             else:
                 actions.append(_generic(name, args) or _unmapped(name))
     elements: list[str] = []
-    for message in call.get("messages_in") or []:
+    for message in _dicts(call.get("messages_in")):
         text = _text(message.get("content"))
         if "Interactive elements" not in text:
             continue
@@ -244,13 +258,13 @@ def _browser_use_turn(call: dict) -> tuple[str, list[str], str, str | None]:
 
 
 def _proxy_turn(call: dict) -> tuple[str, list[str], str, str | None]:
-    out = call.get("message_out") or {}
+    out = _dict(call.get("message_out"))
     content = _text(out.get("content"))
     thought = " ".join(
         m.strip()
         for m in re.findall(r"<(?:observation|thinking)>(.*?)</(?:observation|thinking)>", content, re.S)
     )
-    tools = [(t.get("function") or {}) for t in out.get("tool_calls") or []]
+    tools = [_dict(t.get("function")) for t in _dicts(out.get("tool_calls"))]
     if not tools:  # a tool call written into the text instead of the API's field
         tools = [_json_in(t) for t in re.findall(r"<tool_call>(.*?)(?:</tool_call>|$)", content, re.S)]
     actions = []
@@ -259,7 +273,7 @@ def _proxy_turn(call: dict) -> tuple[str, list[str], str, str | None]:
         args = tool.get("arguments", {})
         args = _json_in(args) if isinstance(args, str) else args if isinstance(args, dict) else {}
         if name == "type":
-            for entry in args.get("entries") or []:
+            for entry in _dicts(args.get("entries")):
                 actions.append(_call("fill", str(entry.get("mark_id")), str(entry.get("content", ""))))
             if args.get("submit"):
                 actions.append(_call("keyboard_press", "Enter"))
@@ -270,7 +284,7 @@ def _proxy_turn(call: dict) -> tuple[str, list[str], str, str | None]:
         else:
             actions.append(_generic(name, args) or _unmapped(name))
     elements: list[str] = []
-    for message in call.get("messages_in") or []:
+    for message in _dicts(call.get("messages_in")):
         if message.get("label") != "screenshot":
             continue
         elements = []

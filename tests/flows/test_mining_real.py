@@ -235,6 +235,15 @@ def _operator_repo(tmp_path: Path) -> Path:
             ],
         ),
         "Convergence/3/Shop--1/5": _result("webvoyager--Shop--1", []),  # run 5: not in the labelled sample
+        "Convergence/3/Shop--2/0": {  # another project's output, read as untrusted: shapes it should not have
+            "task_id": ["not", "text"],
+            "steps": [
+                "a page as text",
+                {"llm_calls": {"not": "a list"}},
+                {"llm_calls": [{"messages_in": "x", "message_out": ["x"]}, 7]},
+                {"llm_calls": [{"message_out": {"content": '<tool_call>{"name": "rm -rf"}</tool_call>'}}]},
+            ],
+        },
     }
     work = tmp_path / "oe"
     for rel, result in runs.items():
@@ -253,7 +262,7 @@ def test_open_operator_evals_runs_become_steps_the_importer_reads_with_targets_w
     from flows.failure_mining.real_eval import load_set
 
     out = tmp_path / "data.jsonl"
-    assert build_operator_evals_set(_operator_repo(tmp_path), out) == 3
+    assert build_operator_evals_set(_operator_repo(tmp_path), out) == 4
     records = {r["task_id"]: r for r in map(json.loads, out.read_text().splitlines())}
     notte = records["Notte/webvoyager--Shop--0/0"]["steps"]
     assert [s["action"] for s in notte] == [
@@ -275,15 +284,19 @@ def test_open_operator_evals_runs_become_steps_the_importer_reads_with_targets_w
         "fill('1', 'faq')",
         "keyboard_press('Enter')",
     ]
+    odd = records["Convergence/['not', 'text']/0"]["steps"]
+    assert [s["action"] for s in odd] == ["invalid_reply()", "rm__rf()"]  # kept, as actions we cannot run
     frames = load_set(out)  # the real importer: nothing quarantined, targets by role and name
     steps = frames["steps"].sort("trajectory_id", "step_index")
-    assert steps.height == 11
+    assert steps.height == 13
     actions = " ".join(steps["actions_json"].to_list())
     assert '"name": "Accept all"' in actions and "Search \\u2019it\\u2019" in actions
     unmapped = steps.filter(pl.col("format_error").is_not_null())["format_error"].to_list()
     assert sorted(unmapped) == [
         "unmapped_action: extract_content(...)",
         "unmapped_action: invalid_reply(...)",
+        "unmapped_action: invalid_reply(...)",
+        "unmapped_action: rm__rf(...)",
     ]
 
 
