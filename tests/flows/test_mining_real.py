@@ -300,31 +300,21 @@ def test_open_operator_evals_runs_become_steps_the_importer_reads_with_targets_w
     ]
 
 
-def test_without_a_path_the_cli_scores_every_known_set_that_is_here_and_names_the_missing(tmp_path):
+def test_without_a_path_the_cli_scores_every_known_set_that_is_here_and_names_the_missing(
+    tmp_path, monkeypatch, capsys
+):
+    import flows.failure_mining.real_eval as real_eval
+    from flywheel.cli import main
+
     data, labels = _small_set(tmp_path)
-    env = os.environ | {"PYTHONPATH": str(ROOT), "FLYWHEEL_MINING_EVAL_OPERATOR": str(data)}
-    env.pop("FLYWHEEL_MINING_EVAL", None)
-    out = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            "\n".join(
-                [
-                    "import json, sys",
-                    "import flows.failure_mining.real_eval as r",
-                    f"r.KNOWN_SETS['operator_evals'] = (*r.KNOWN_SETS['operator_evals'][:2], {str(labels)!r}, False)",
-                    "r.KNOWN_SETS['abp'] = ('FLYWHEEL_MINING_EVAL', 'no-such-set', r.LABELS, True)",
-                    "print(json.dumps(r.evaluate_known_sets()))",
-                ]
-            ),
-        ],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env=env,
-        check=True,
+    monkeypatch.setenv("FLYWHEEL_MINING_EVAL_OPERATOR", str(data))
+    monkeypatch.delenv("FLYWHEEL_MINING_EVAL", raising=False)
+    monkeypatch.setitem(
+        real_eval.KNOWN_SETS, "operator_evals", ("FLYWHEEL_MINING_EVAL_OPERATOR", "x", labels, False)
     )
-    result = json.loads(out.stdout)
+    monkeypatch.setitem(real_eval.KNOWN_SETS, "abp", ("FLYWHEEL_MINING_EVAL", "no-such-set", LABELS, True))
+    assert main(["eval", "mining", "--real"]) == 0
+    result = json.loads(capsys.readouterr().out)
     assert "FLYWHEEL_MINING_EVAL" in result["abp"]["skipped"]
     fresh = result["operator_evals"]
     assert fresh["kinds"]["loop"]["recall"] == 1.0 and "halves" not in fresh
