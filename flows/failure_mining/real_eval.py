@@ -48,6 +48,12 @@ KNOWN_SETS = {
         EVAL_DATA / "operator_evals_labels.jsonl",
         False,
     ),
+    "operator_evals_run2": (  # the same source's run 2 (runs=("2",)), labelled after the last rule was made
+        "FLYWHEEL_MINING_EVAL_OPERATOR_RUN2",
+        "operator_evals_run2",
+        EVAL_DATA / "operator_evals_run2_labels.jsonl",
+        False,
+    ),
 }
 HALVES = ("tune", "held_out")
 
