@@ -37,7 +37,7 @@ CI_TOO_SLOW = {"radicale": "meets the bar (30 of 30 verified, 4 families, 40% mu
                "django-admin": "meets the bar (25 of 30 verified, 4 families, 44% multi-step in bench/foreign.py) but its "
                                "gated run costs ~20 CPU-s per pair, ~17 min of CI",
                "gentelella": "meets the bar (34 of 34 verified, 4 families, 44% multi-step in bench/foreign.py) but its "
-                             "gated run costs ~300 CPU-s (~9 per pair), over the ~4 min a corpus app may add to CI"}
+                             "gated run costs ~300 CPU-s (~9 per pair; 709 s wall at load 3-8), over the ~4 min a corpus app may add to CI"}
 # Synthesis and exploration sizes for CI (bench/foreign.py runs the full sizes).
 COUNT, STEPS, MINUTES = 30, 80, 1.0
 
