@@ -572,7 +572,10 @@ def _mark_stepless(
     """Trajectories that ended before any step (in no batch) are mined as they are; others without steps
     keep waiting (a rollout writes trajectories just before their steps)."""
     rest = pending
-    for batch in batches:
+    # batches hold disjoint rows of `pending` (step_batches): when they hold as many, none is left over
+    if sum(batch.trajectories.height for batch in batches) == pending.height:
+        rest = pending.clear()
+    for batch in batches if rest.height else ():
         rest = rest.join(batch.trajectories.select("trajectory_id"), on="trajectory_id", how="anti")
     empty = rest.filter(pl.col("num_steps").fill_null(-1) == 0)
     summary.waiting = rest.height - empty.height
