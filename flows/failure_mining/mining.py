@@ -328,11 +328,12 @@ def seed_rows(failures: pl.DataFrame, features: pl.DataFrame, run_id: str, now: 
             occurrences=pl.len(),
         )
     )
+    # the seeds' trajectories by number (each trajectory is one run of rows): an integer filter over the steps
+    starts = features.select("trajectory_id", "traj_no", "same_prev").filter(~pl.col("same_prev"))
+    wanted = starts.join(first.select("trajectory_id").collect(engine=ENGINE), on="trajectory_id", how="semi")
     context = (
         features.lazy()
-        .filter(
-            pl.col("trajectory_id").is_in(first.select("trajectory_id").collect(engine=ENGINE)["trajectory_id"].implode())
-        )
+        .filter(pl.col("traj_no").is_in(wanted["traj_no"].implode()))
         .select(
             "trajectory_id",
             "step_index",
