@@ -623,6 +623,28 @@ def test_chains_on_one_document_grow_to_three_steps_by_what_their_replays_did():
     assert made[1].request == "Next, then next, then next." and len(replays) == 2
 
 
+def test_a_chain_that_held_gets_a_third_step_of_a_kind_it_has_not_had():
+    """Three leaves of their own (red, green, blue): every two-step chain is extended by the third kind, even
+    when the first step drawn for it is a kind the chain had (which cannot join it)."""
+    from flows.task_synthesis.discovery.agent import observed_chains
+
+    fams, _ = families_from(_walk([_channel_typed("r", 94), _channel_typed("g", 177), _channel_typed("b", 25)]), "picker.colors")
+    steps = [instance(f, random.Random(0), fresh=False) for f in fams]
+
+    def picker(actions):
+        rgba = dict(COLOUR["rgba"])
+        for a in actions:
+            if a.get("action") == "type":
+                rgba[a["target"]["label"]] = int(a["text"])
+        return COLOUR, COLOUR | {"rgba": rgba}
+
+    made = observed_chains(steps, random.Random(3), 40, picker)
+    two = [m for m in made if m.request.count(", then") == 1]
+    three = [m for m in made if m.request.count(", then") == 2]
+    assert len(two) == 6 and len(three) == 6, [m.request for m in made]
+    assert all(set(m.verifier["params"]["where"]) == {"rgba.r", "rgba.g", "rgba.b"} for m in three)
+
+
 def test_of_leaves_that_took_one_typed_value_the_one_named_like_the_field_is_checked():
     blue = _channel_typed("b", 25)  # r was 159 in an inconsistent first colour, and is recomputed to 25 as well
     was, now = blue.diff.manifest

@@ -39,6 +39,7 @@ from sandboxes.skills import Skill
 from verifier_templates.base import normalise
 
 TRIES_PER_FAMILY = 8
+MAX_THIRD_STEP_TRIES = 3  # replays of a chain that held with a third step, until one holds
 RETRIEVE_SHARE = 0.3  # at most this share of the candidates are questions when other families can fill the rest
 OBSERVE_SECONDS = 600.0  # a wall-clock cap on the replays (each call site bounds how many it makes): reaching it is the machine's slowness
 Observe = Callable[..., "tuple[Any, Any] | None"]  # (actions, expression=None): the state before and after them
@@ -294,32 +295,38 @@ def observed_chains(plain: list[Instance], rng: random.Random, count: int, obser
     want = round(count * MULTI_SHARE * 1.25)  # the draw's share of chains, and a few for the gate to reject
     out: list[Instance] = []
     asked: set[str] = set()
+    kinds: dict[int, set[str]] = {}  # a chain's kinds of step (a chain is its first step's family)
     tried = 0
 
-    def attempt(a: Instance, b: Instance) -> None:
+    def attempt(a: Instance, b: Instance) -> bool | None:
+        """Whether the pair held when replayed; None when it was not replayed."""
         nonlocal tried
         joined = chain_on_document(a, b)
         if joined is None or joined.request.casefold() in asked or not joins(a, b):
-            return
+            return None
         tried += 1
         seen = observe(joined.reference)
         made = observed_chain(joined, *seen, [a.verifier, b.verifier]) if seen else None
         if made:
             out.append(made)
             asked.add(made.request.casefold())
+            kinds[id(made)] = kinds.get(id(a), {a.family.key}) | {b.family.key}
         elif seen:
             failed.add((a.family.key, b.family.key))
+        return made is not None
 
     for a, b in pairs:
         if len(out) >= want or tried >= 3 * want:
             return out
         attempt(a, b)
-    for c in list(out):  # three steps: a chain that held, then one more
-        for b in rng.sample(docs, len(docs)):
+    for c in list(out):  # three steps: a chain that held, then one more (kinds it has not had first), a few tries each
+        replayed = 0
+        for b in sorted(rng.sample(docs, len(docs)), key=lambda b: b.family.key in kinds[id(c)]):
             if len(out) >= want or tried >= 3 * want:
                 return out
-            if joins(c, b):
-                attempt(c, b)
+            held = attempt(c, b)
+            replayed += held is not None
+            if held or replayed >= MAX_THIRD_STEP_TRIES:
                 break
     return out
 
