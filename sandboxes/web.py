@@ -165,6 +165,29 @@ SEEDED_RANDOM_JS = r"""(() => {
   PageDate.prototype = Real.prototype; PageDate.now = now; PageDate.parse = Real.parse; PageDate.UTC = Real.UTC;
   window.Date = PageDate;
 })()"""
+# A debounced input (a search that filters a moment after the last key, a name field whose Create button turns
+# on after its pause) acts on a short timer the input set off. Every page counts the short timers (at most
+# INPUT_TIMER_MAX_MS) set since the last input event, and settling after an input waits until they have run
+# or been cleared (at most INPUT_TIMERS_CAP_MS: a short timer that keeps re-arming is not waited on forever);
+# longer timers (polling, a toast's fade) are not the input's and are not waited for. Waits follow the page.
+INPUT_TIMER_MAX_MS, INPUT_TIMERS_CAP_MS = 1000, 3000
+INPUT_TIMERS_JS = r"""(() => {
+  const set = window.setTimeout.bind(window), clear = window.clearTimeout.bind(window), pending = new Set();
+  for (const kind of ['input', 'change', 'keydown', 'pointerdown', 'click'])
+    addEventListener(kind, () => pending.clear(), true);  // what is set from here on is this input's
+  window.setTimeout = function setTimeout(fn, ms, ...args) {
+    if (typeof fn !== 'function') return set(fn, ms, ...args);
+    const d = Number(ms) || 0;
+    const id = set(function () { pending.delete(id); return fn.apply(this, arguments); }, ms, ...args);
+    if (d >= 16 && d <= %(max_ms)d) pending.add(id);
+    return id;
+  };
+  window.clearTimeout = function clearTimeout(id) { pending.delete(id); return clear(id); };
+  Object.defineProperty(window, '__flywheelInputTimers', {value: () => new Promise(done => {
+    const until = performance.now() + %(cap_ms)d;
+    const poll = () => (!pending.size || performance.now() > until) ? done(pending.size) : set(poll, 20);
+    poll(); })});
+})()"""
 PAGE_CLOCK_START_MS = 1_704_110_400_000  # 2024-01-01T12:00:00Z: what a reset app's pages read as "now" while loading
 
 
@@ -378,6 +401,7 @@ class WebDriver:
         self.context.set_default_timeout(self.action_timeout_ms)
         if self.manifest.start is None or self.manifest.start.seeded_random:
             self.context.add_init_script(seeded_random_script(self.manifest.name))
+        self.context.add_init_script(INPUT_TIMERS_JS % {"max_ms": INPUT_TIMER_MAX_MS, "cap_ms": INPUT_TIMERS_CAP_MS})
         self.page = self.context.new_page()
         self.page.on("request", self._on_request)
         self.page.on("requestfinished", self._on_request_done)
@@ -425,6 +449,7 @@ class WebDriver:
         A page that does not settle within the cap raises SandboxTimeout."""
         if after_input:
             self._next_frame()
+            self._input_timers()
         deadline = time.monotonic() + timeout_s
         while self._inflight or self._navigating:
             if time.monotonic() > deadline:
@@ -433,6 +458,14 @@ class WebDriver:
             self.page.wait_for_timeout(10)  # lets Playwright deliver the page's events
         self.page.wait_for_load_state("load")
         self._next_frame()
+
+    def _input_timers(self) -> None:
+        """Let the short timers the input set off run (a debounce), as a person waits for the page to react."""
+        try:
+            self.page.evaluate("() => window.__flywheelInputTimers ? window.__flywheelInputTimers() : 0")
+        except Exception as exc:  # a navigation replaced the document mid-call: the wait loop follows it
+            if _timed_out(exc):
+                raise
 
     def _next_frame(self) -> None:
         try:
