@@ -225,3 +225,38 @@ def test_the_walk_types_over_text_edited_in_place_and_each_edit_changes_the_docu
     walked = WalkResult(steps, [manifest.start.home_path], {}, walk.initial, [], [], 0.0)
     fams, _ = families_from(walked, manifest.state.page_expression())
     assert {f.name for f in fams} & {"update", "create", "delete"}
+
+
+@pytest.mark.browser
+def test_recorded_steps_replay_on_a_react_build_that_fetches_after_load_and_debounces_its_input(chromium):
+    """optuna-dashboard (a React build no one here wrote): its study cards are fetched after the page's load
+    event, its delete asks to confirm in a dialog, and its "New Study" Create turns on half a second after the
+    last keystroke. Replayed the way the gate replays a reference — each action right after the one before —
+    the steps land: the driver waits for the requests the page counts in flight and for the input's short timers."""
+    from sandboxes.actions import parse_actions
+    from sandboxes.drivers import open_driver
+
+    manifest = fetched("optuna-dashboard")
+    studies = Probe("studies", "sql", "SELECT study_name FROM studies ORDER BY study_id", shape="rows")
+    steps = {
+        "delete": [{"action": "goto", "url": "/dashboard"},
+                   {"action": "left_click", "target": {"role": "button", "name": "delete study"}},
+                   {"action": "left_click", "target": {"role": "button", "name": "Yes"}}],
+        "create": [{"action": "goto", "url": "/dashboard"},
+                   {"action": "left_click", "target": {"role": "button", "name": "Create"}},
+                   {"action": "type", "target": {"label": "Study name"}, "text": "Budget trip 42", "clear": True},
+                   {"action": "left_click", "target": {"role": "button", "name": "Create"}}],
+    }
+
+    def run():
+        out = {}
+        with open_driver(manifest, browser_endpoint=chromium) as driver:
+            for name, actions in steps.items():
+                driver.reset()
+                results = [driver.act(a) for a in parse_actions(actions)]
+                out[name] = ([r.error for r in results if not r.ok], driver.probe(studies))
+        return out
+
+    got = in_own_thread(run)
+    assert got["delete"] == ([], [["wine-classifier"]]), got["delete"]
+    assert got["create"] == ([], [["wine-classifier"], ["house-prices"], ["Budget trip 42"]]), got["create"]

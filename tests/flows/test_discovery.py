@@ -666,6 +666,13 @@ CARDS_PAGE = """<!doctype html><body>
     ask.querySelector('button').onclick = () => { h.textContent = ask.querySelector('input').value; ask.remove(); };
     document.body.appendChild(ask); });
 </script></body>"""
+# A page that shows what it fetched after its load event (a long answer, so it lands well after the load).
+LATER_PAGE = """<!doctype html><body><div id="fetched"></div><script>
+  addEventListener('load', () => { const x = new XMLHttpRequest(); x.open('GET', 'names.json');
+    x.onload = () => JSON.parse(x.responseText).forEach(n => {
+      const b = document.createElement('button'); b.textContent = n; fetched.appendChild(b); });
+    x.send(); });
+</script></body>"""
 CARDS_STATE = ("({saved: [...document.querySelectorAll('#saved li')].map(l => l.textContent), "
                "cards: [...document.querySelectorAll('.list .card h5')].map(h => h.textContent)})")
 
@@ -677,6 +684,8 @@ def cards_page(tmp_path_factory):
     root = tmp_path_factory.mktemp("cards")
     (root / "site").mkdir()
     (root / "site" / "index.html").write_text(CARDS_PAGE)
+    (root / "site" / "later.html").write_text(LATER_PAGE)
+    (root / "site" / "names.json").write_text('["Archive"]' + " " * 40_000_000)
     (root / "sandbox.toml").write_text(f'''[sandbox]
 name = "cards-page"
 kind = "web"
@@ -702,6 +711,7 @@ def test_toolbars_cards_disabled_submits_and_confirmed_deletes_on_a_component_li
     dialog (with a list of hints: the page's lists change, the app's state does not), is walked into."""
     from flows.task_synthesis.discovery.page_scan import scan_page
     from flows.task_synthesis.discovery.walk import DiscoveryWalk, _name_shape
+    from sandboxes.actions import parse_actions
     from sandboxes.drivers import open_driver
     from tests.conftest import in_own_thread
 
@@ -723,9 +733,12 @@ def test_toolbars_cards_disabled_submits_and_confirmed_deletes_on_a_component_li
             renamed = walk._item_step(path, renaming, "/index.html")
             walk._reset()  # the recorded step replayed as the gate does: typed, then pressed at once
             replayed = walk._do(saved.path + saved.actions) and walk.state.read().manifest
-            return scan, dialog, saved, deleted, renamed, replayed
+            driver.reset()  # a press right after opening the page, on what it fetched after its load event
+            fetched_press = [driver.act(a).ok for a in parse_actions(
+                [{"action": "goto", "url": "/later.html"}, {"action": "left_click", "target": {"role": "button", "name": "Archive"}}])]
+            return scan, dialog, saved, deleted, renamed, replayed, fetched_press
 
-    scan, dialog, saved, deleted, renamed, replayed = in_own_thread(run)
+    scan, dialog, saved, deleted, renamed, replayed, fetched_press = in_own_thread(run)
     assert {"Reload", "Create", "Help"} <= {b["name"] for b in scan.page_buttons}
     assert [(c["name"], c["item"]) for c in scan.on_items] == [("rename", "1. alpha"), ("delete", "1. alpha"),
                                                                ("rename", "2. beta"), ("delete", "2. beta")]
@@ -734,6 +747,7 @@ def test_toolbars_cards_disabled_submits_and_confirmed_deletes_on_a_component_li
     typed = saved.slots[0].value
     assert saved.diff.manifest[1]["saved"] == [typed]
     assert replayed and replayed["saved"] == [typed], "a replay waits for the input's timer before pressing"
+    assert fetched_press == [True, True], "opening a page waits for what it fetches after its load event"
     assert deleted.actions[-1]["target"] == {"role": "button", "name": "Yes"} and deleted.item == "1. alpha"
     assert deleted.diff.manifest[1]["cards"] == ["2. beta"]
     # a press that only opened a dialog (the page's lists changed: its hints) walks into the dialog's form
