@@ -20,6 +20,7 @@ QUIET_PREFECT = {
     "PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL": "WARNING",
     "PREFECT_LOGGING_HANDLERS_CONSOLE_FLOW_RUNS_LEVEL": "WARNING",
 }
+KNOWN = Path("<known labelled sets>")  # `eval mining --real` given no path: every known set whose data is here
 GLOBAL_OPTIONS = ("--lake",)  # accepted anywhere on the command line, before or after the subcommand
 POLICY_HELP = ("replay: the reference solution; scripted-noisy: a SIMULATOR of an imperfect agent; simulated-learner: "
                "a SIMULATOR whose fault rates halve per published export holding the task's family (a stand-in for "
@@ -260,7 +261,7 @@ def main(argv: list[str] | None = None) -> int:
     ev = sub.add_parser("eval", help="measure the flywheel's own detectors").add_subparsers(dest="eval_cmd", required=True)
     evm = ev.add_parser("mining", help="precision and recall per failure kind, as JSON")
     evm.add_argument("--labels", type=Path, help="JSONL of {trajectory_id, kind, step}; default: the scripted-noisy policy's injected faults")
-    evm.add_argument("--real", type=Path, metavar="DATA_JSONL", help="a labelled set of other agents' runs (tests/data/mining_eval/LABELLING.md): per kind, per evidence level and against the same-action-3x baseline; --labels then names its labels (default: tests/data/mining_eval/labels.jsonl)")
+    evm.add_argument("--real", type=Path, nargs="?", const=KNOWN, metavar="DATA_JSONL", help="a labelled set of other agents' runs (tests/data/mining_eval/LABELLING.md): per kind, per evidence level and against the same-action-3x baseline; --labels then names its labels (default: tests/data/mining_eval/labels.jsonl). Without a path: every known labelled set whose data is here (the ABP set and the fresh open-operator-evals set), side by side")
 
     doc = sub.add_parser("doctor", help="check this machine: packages, browser, Docker, adb, LLM, Prefect, lake")
     doc.add_argument("--no-llm-call", action="store_true", help="do not send the one cheap test request to the model")
@@ -520,6 +521,11 @@ def _export_sft(args: argparse.Namespace, console, root: str) -> int:
 
 
 def _eval_mining(args: argparse.Namespace) -> int:
+    if args.real == KNOWN:
+        from flows.failure_mining.real_eval import evaluate_known_sets
+
+        print(json.dumps(evaluate_known_sets(), indent=1, default=str))
+        return 0
     if args.real is not None:
         from flows.failure_mining.real_eval import LABELS, evaluate_set
 

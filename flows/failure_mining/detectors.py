@@ -270,24 +270,29 @@ def _again_expr() -> pl.Expr:
 def _repeat_runs(f: pl.LazyFrame) -> pl.LazyFrame:
     """Runs of the same turn issued back to back, with how many repeats were provably ineffective, provably
     effective or of unknown effect, and the confidence that the run is a loop (see `_loop_confidence`)."""
+    new_turn = ~nxt(pl.col("same_turn")).fill_null(False)  # the next step's words are a new observation
     f = f.with_columns(
         _again=_again(),
-        _reported=nxt(pl.col("said_failed")).fill_null(False),
-        _worked=nxt(pl.col("said_worked")).fill_null(False),
+        _reported=(nxt(pl.col("said_failed")) & new_turn).fill_null(False),
+        _worked=(nxt(pl.col("said_worked")) & new_turn).fill_null(False),
     )
     again = pl.col("_again")
     member = again | nxt(again).fill_null(False)
+    attempt = again & ~pl.col("same_turn")  # a repeat in a turn of its own; one turn's repeats are planned
     reported = pl.col("_reported")  # the next turn says this one did not work (read before rows are dropped)
     # the effect is not observed: no comparable next screen, or no next step at all (the run ends on it)
     unobserved = pl.col("unknown") | (~pl.col("same_next") & pl.col("changed").is_null())
-    ineffective = again & (pl.col("failed") | _unchanged() | (reported & unobserved))
-    undecided = again & ~pl.col("failed") & unobserved & ~reported & ~pl.col("_worked")
+    # the first attempt counts too when the next turn reports it failed (mining-4: a run of 3 whose last
+    # attempt worked has 2 failed attempts, the original and the first repeat)
+    ineffective = (attempt & (pl.col("failed") | _unchanged())) | ((attempt | ~again) & reported & unobserved)
+    undecided = attempt & ~pl.col("failed") & unobserved & ~reported & ~pl.col("_worked")
     level = pl.when(reported & unobserved).then(pl.lit(_RANK["reasoning"], pl.Int8)).otherwise("ev_rank")
     return (  # row-level values first, on the (few) member rows; the aggregations are then plain ones
         f.with_columns(_run=(~again).cum_sum())
         .filter(member)
         .with_columns(
             _repeat_step=pl.when(again).then("step_index"),
+            _attempt=attempt,
             _exact=~again | pl.col("is_repeat"),
             _ineffective=ineffective,
             _undecided=undecided,
@@ -299,7 +304,7 @@ def _repeat_runs(f: pl.LazyFrame) -> pl.LazyFrame:
             first_step=pl.col("step_index").min(),
             first_repeat=pl.col("_repeat_step").min(),
             last_step=pl.col("step_index").max(),
-            n=pl.len(),
+            n=pl.col("_attempt").sum() + 1,  # turns: the original and the repeats in turns of their own
             exact=pl.col("_exact").all(),
             scrolling=pl.col("action_name").first().is_in(SCROLLS),
             ineffective=pl.col("_ineffective").sum(),

@@ -21,10 +21,12 @@ Conventions the detectors rely on:
   model's own output said it was clicking, e.g. `Let me click "Add to cart"`), for side-effect recognition;
 - `sens` is the step's sensitive kind (see side_effects: the manifest's, else recognised from the target's
   name, else from the URL it led to; null when the action failed) and `sens_from` what said so;
+- `same_turn`: the step belongs to the previous step's turn, a turn that plans a repeat (see `_turns`);
 - `said_failed`: the step's own raw output says the previous action did not work ("still showing", "didn't
   open", "try again"; English only): the model's report of an effect it saw, evidence level `reasoning`;
   `said_worked`: it says the previous action did what it meant ("Now I have 2 protons", "has been added")
-  and not that it failed;
+  and not that it failed, or it names new content ("COVEN AHRI appeared", "Now I can see August 12-21"),
+  which also overrides a failure phrase in the same words (a stepping control "is still visible");
 - `ev_rank` is the strongest evidence the step's effect is known from, as its rank in EVIDENCE_LEVELS (a
   small integer, not a string per step): errors (the action failed), screenshot, ui_tree, url (the next
   step's URL differs), else actions.
@@ -96,6 +98,14 @@ _SAID_WORKED = (
     r"moved|entered)|(?:has|have) been (?:added|selected|applied|set|updated|increased|entered|submitted|saved)|"
     r"is now (?:selected|set|checked|open|showing|applied|displayed|active)|(?:successfully|worked)\b)"
 )
+# New content named after a stepping control - a carousel's or a calendar's "next" - is progress, not a
+# repeat that failed ("Now I can see August 12-21", "COVEN AHRI appeared", "I see Thank You and ...");
+# not `I can see "Female infertility" is a link. Let me click directly on it` (a retry: ABP's misses).
+_SAID_NEW = (
+    r"(?i)\bappeared\b|\bI (?:can )?see (?:more|new|another)\b|\b(?:now )?I (?:can )?see (?-i:[A-Z0-9])"
+)
+# The model planning a repeat within one turn: "Let me click the plus button 4 times".
+_SAID_TIMES = r"(?i)\b(?:\d+|two|three|four|five|six|seven|eight|nine|ten|several|a few) (?:more )?times\b"
 # In a model's own words, the control it is about to click: `click on the "Save" button`, `tap 'Send'`.
 _SAID_TARGET = (
     r"""(?i)(?:click|tap|press|select|hit)(?:ing|s)?\s+(?:on\s+)?(?:the\s+)?["'“‘]([^"'”’\n]{1,60})["'”’]"""
@@ -240,11 +250,15 @@ def step_features(steps: pl.LazyFrame | pl.DataFrame) -> pl.DataFrame:
 def _with_model_words(features: pl.DataFrame) -> pl.DataFrame:
     """`said_failed`, and `target_name` for coordinate clicks from the model's words (with `_named_kind`, the
     sensitive kind of the final target name). Only the rows that can use them are searched - coordinate
-    clicks and the steps right after one - since raw outputs are the longest text of a step, and each
-    distinct text once (a policy's outputs repeat)."""
+    clicks, repeated turns other than scrolls (a click by element, a typing, a tab switch: the loop detectors
+    read what the next turn says of each) and the steps right after one - since raw outputs are the longest text
+    of a step, and each distinct text once (a policy's outputs repeat)."""
     click = pl.col("targetless") & pl.col("action_name").is_in(CLICKS) & pl.col("raw_output").is_not_null()
-    after_click = (pl.col("same_prev") & click.shift(1)).fill_null(False)
-    wanted = features.select(click=click.fill_null(False), after=after_click)
+    repeat = pl.col("is_repeat") & ~pl.col("action_name").is_in(SCROLLS)  # scrolling on is reading (see
+    # detectors.SCROLL_FACTOR): "the results still show all breeds" while scrolling is about the page
+    read = click | (repeat | repeat.shift(-1)) & pl.col("raw_output").is_not_null()
+    after_click = (pl.col("same_prev") & read.shift(1)).fill_null(False)
+    wanted = features.select(click=click.fill_null(False), after=after_click | read.fill_null(False))
     rows = (wanted["click"] | wanted["after"]).arg_true()
     picked = features.select("raw_output").gather(rows).with_columns(
         h=pl.col("raw_output").hash(), click=wanted["click"].gather(rows)
@@ -259,22 +273,48 @@ def _with_model_words(features: pl.DataFrame) -> pl.DataFrame:
         "h",
         failed=pl.col("raw_output").str.contains(_SAID_NO_EFFECT),
         worked=pl.col("raw_output").str.contains(_SAID_WORKED),
+        new=pl.col("raw_output").str.contains(_SAID_NEW),
         named=named,
     ).with_columns(kind=control_kind(pl.col("named")))
     said = picked.join(said, on="h", how="left", maintain_order="left").with_columns(
         named=pl.when(pl.col("click")).then("named"), kind=pl.when(pl.col("click")).then("kind")
     )
     n = features.height
+    turn = _turns(features)
     failed = pl.repeat(False, n, eager=True).scatter(rows, said["failed"]).fill_null(False)
     worked = pl.repeat(False, n, eager=True).scatter(rows, said["worked"]).fill_null(False)
+    new = pl.repeat(False, n, eager=True).scatter(rows, said["new"]).fill_null(False)
+    failed = failed & ~new  # "The right arrow is still visible" after new items appeared: progress
     named = pl.repeat(None, n, dtype=pl.String, eager=True).scatter(rows, said["named"])
     kind = pl.repeat(None, n, dtype=pl.String, eager=True).scatter(rows, said["kind"])
     return features.with_columns(
+        same_turn=turn,
         said_failed=failed,
-        said_worked=worked & ~failed,
+        said_worked=(worked & ~failed) | new,
         _named_kind=pl.when(pl.col("target_name").is_not_null()).then(pl.col("_target_kind")).otherwise(kind),
         target_name=pl.coalesce(pl.col("target_name"), named),
     ).drop("_target_kind")
+
+
+def _turns(features: pl.DataFrame) -> pl.Series:
+    """`same_turn`: one turn of several actions that says it repeats one ("Let me click the plus button 4
+    times"): the step's words equal the previous step's (their raw outputs differ only in the last line,
+    the action; ABP's harness logs a turn's thought on each of its actions) and name a count. Such repeats
+    are planned, not new attempts, and a step of that turn saw nothing new, so its words report nothing
+    about the previous step. Words repeated verbatim without a count are not enough: on the ABP set three
+    labelled loops are re-clicks whose thought the model repeated word for word ("Let me click the X
+    button on the cookie banner more precisely" twice). Only repeats and the steps before them are
+    compared (the text is the longest of a step)."""
+    repeat = pl.col("is_repeat") | (pl.col("targetless") & pl.col("action_name").is_in(CLICKS))
+    wanted = features.select(
+        w=(repeat | repeat.shift(-1)).fill_null(False) & pl.col("raw_output").is_not_null()
+    )
+    rows = wanted["w"].arg_true()
+    raw = features["raw_output"].gather(rows)
+    planned = raw.str.contains("\n", literal=True) & raw.str.contains(_SAID_TIMES)
+    words = pl.select(pl.when(planned).then(raw.str.replace(r"\n[^\n]*\z", "").hash())).to_series()
+    h = pl.repeat(None, features.height, dtype=pl.UInt64, eager=True).scatter(rows, words)
+    return (features["same_prev"] & (h == h.shift(1))).fill_null(False).alias("same_turn")
 
 
 def _per_value(values: pl.Series, kind: Callable[[pl.Expr], pl.Expr]) -> pl.Series:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import subprocess
 import tempfile
 from pathlib import Path
@@ -34,7 +35,26 @@ KINDS = ("loop", "side_effect")
 BASELINE_REPEATS = 3
 ABP_REPO = "theredsix/abp-online-mind2web-results"
 ABP_VIEWPORT = {"width": 1280, "height": 900}
-LABELS = Path(__file__).resolve().parents[2] / "tests" / "data" / "mining_eval" / "labels.jsonl"
+EVAL_DATA = Path(__file__).resolve().parents[2] / "tests" / "data" / "mining_eval"
+LABELS = EVAL_DATA / "labels.jsonl"
+# The labelled sets `flywheel eval mining --real` scores side by side when their data is here: name ->
+# (environment variable naming data.jsonl, its default place beside the repo, labels, whether the set has
+# the tune / held-out split). The data is built from public repositories (see each set's notes).
+KNOWN_SETS = {
+    "abp": ("FLYWHEEL_MINING_EVAL", "abp", LABELS, True),  # LABELLING.md; tuned on: in-sample
+    "operator_evals": (  # OPERATOR_EVALS.md; labelled before any detector ran on it, never tuned on
+        "FLYWHEEL_MINING_EVAL_OPERATOR",
+        "operator_evals",
+        EVAL_DATA / "operator_evals_labels.jsonl",
+        False,
+    ),
+    "operator_evals_run2": (  # the same source's run 2 (runs=("2",)), labelled after the last rule was made
+        "FLYWHEEL_MINING_EVAL_OPERATOR_RUN2",
+        "operator_evals_run2",
+        EVAL_DATA / "operator_evals_run2_labels.jsonl",
+        False,
+    ),
+}
 HALVES = ("tune", "held_out")
 
 
@@ -197,9 +217,9 @@ def _scores(findings: pl.DataFrame, label_frame: pl.DataFrame, steps: pl.DataFra
     return result
 
 
-def evaluate_set(data: str | Path, labels: str | Path = LABELS) -> dict:
+def evaluate_set(data: str | Path, labels: str | Path = LABELS, split: bool = True) -> dict:
     """Precision, recall and F1 per kind, per evidence level and for the baselines, on a labelled set: on
-    all of it, and on each half of the fixed split (`half_of`)."""
+    all of it, and (`split`) on each half of the fixed split (`half_of`)."""
     frames = load_set(data)
     label_frame, ids = labels_for(frames, labels)
     trajectories = frames["trajectories"].filter(pl.col("trajectory_id").is_in(ids))
@@ -210,8 +230,10 @@ def evaluate_set(data: str | Path, labels: str | Path = LABELS) -> dict:
         "steps": steps.height,
         "labels": {k: label_frame.filter(pl.col("kind") == k).height for k in KINDS},
         **_scores(findings, label_frame, steps),
-        "halves": {},
     }
+    if not split:
+        return result
+    result["halves"] = {}
     halves = trajectories.select(
         "trajectory_id", half=pl.col("task_id").map_elements(half_of, return_dtype=pl.String)
     )
@@ -223,3 +245,30 @@ def evaluate_set(data: str | Path, labels: str | Path = LABELS) -> dict:
             **_scores(findings.filter(in_half), label_frame.filter(in_half), steps.filter(in_half)),
         }
     return result
+
+
+def known_set_data(name: str) -> Path | None:
+    """Where a known set's data.jsonl is: `$<its variable>`, else ../shared/mining_eval/<name>/data.jsonl
+    beside the repo; None when it is in neither place."""
+    variable, folder, _, _ = KNOWN_SETS[name]
+    root = Path(__file__).resolve().parents[2]
+    for candidate in (os.environ.get(variable), root.parent / "shared" / "mining_eval" / folder / "data.jsonl"):
+        if candidate and Path(candidate).is_file():
+            return Path(candidate)
+    return None
+
+
+def evaluate_known_sets() -> dict:
+    """Every known labelled set side by side (each with the same-action baseline); a set whose data is not
+    here says so and how to get it."""
+    out = {}
+    for name, (variable, folder, labels, split) in KNOWN_SETS.items():
+        data = known_set_data(name)
+        if data is None:
+            out[name] = {
+                "skipped": f"no data.jsonl: set ${variable} or build ../shared/mining_eval/{folder}/data.jsonl "
+                f"(recipe in tests/data/mining_eval/)"
+            }
+        else:
+            out[name] = {"data": str(data), **evaluate_set(data, labels, split=split)}
+    return out

@@ -143,6 +143,47 @@ def test_a_card_dragged_to_another_list_is_a_move_family_checked_by_both_names()
     assert inst.verifier["params"]["where"] == {"text": "Write tests", "list": "Done"}
 
 
+def test_a_drag_onto_the_card_an_earlier_drag_took_away_is_no_chain():
+    """A drag finds its list by a card that list held when the walk scanned it; when the first step of a
+    chain moved that card elsewhere, the second drop lands in the card's new list."""
+    start = [{"list": "To do", "text": "A"}, {"list": "To do", "text": "B"}, {"list": "Done", "text": "C"}, {"list": "Later", "text": "D"}]
+
+    def drag(card: str, onto: str, to: str, after: list[dict]) -> Transition:
+        return Transition("drag", [{"action": "goto", "url": "/"}],
+                          [{"action": "left_click_drag", "target": {"text": card}, "to": {"text": onto}}],
+                          StateDiff(records=(start, after)), item=card, to=to)
+
+    c_to_todo = drag("C", "B", "To do", [start[0], start[1], {"list": "To do", "text": "C"}, start[3]])
+    a_to_done = drag("A", "C", "Done", [{"list": "Done", "text": "A"}, start[1], start[2], start[3]])  # dropped onto C
+    b_to_later = drag("B", "D", "Later", [start[0], {"list": "Later", "text": "B"}, start[2], start[3]])
+    fams, _ = families_from(_walk([c_to_todo, a_to_done, b_to_later], start), None)
+    c_move, a_move, b_move = (instance(f, random.Random(0), fresh=False) for f in fams)
+    assert chain(c_move, a_move) is None, "C went to “To do”: a drop onto C no longer reaches “Done”"
+    assert chain(a_move, c_move) is not None, "the drop onto B: B did not move"
+    assert chain(b_move, a_move) is not None, "C stays where it was"
+
+
+def test_another_cards_reorder_is_checked_where_its_replay_put_it():
+    """The walk dropped its first card onto the last (it went to place 3); another card dropped onto that
+    card goes where the drop puts it from where it started (place 2 from below, under a library that drops
+    before the card), so its variant's check and request come from its replay, and a card the drop does not
+    move gives none."""
+    from flows.task_synthesis.discovery.families import observed_reorder
+
+    walked = _drag("A", _items(todo=["A", "B", "C", "D"]), _items(todo=["B", "C", "A", "D"]), to="todo")
+    (fam,), _ = families_from(_walk([walked]), ITEMS_OF)
+    fam.extra["peers"] = ["D"]
+    other = instance(fam, random.Random(0), fresh=True)
+    assert other.verifier["params"]["where"] == {"text": "D", "list": "todo", "at": 2}, "a variant first says the walk's place"
+    start = _items(todo=["A", "B", "C", "D"])
+    seen = observed_reorder(other, start, _items(todo=["A", "B", "D", "C"]))
+    assert seen.verifier["params"]["where"] == {"text": "D", "list": "todo", "at": 2}
+    seen = observed_reorder(other, start, _items(todo=["A", "D", "B", "C"]))  # a library that drops before the card
+    assert seen.verifier["params"]["where"] == {"text": "D", "list": "todo", "at": 1} and seen.verifier["params"]["count"] == 1
+    assert seen.request == "Move “D” to position 2 in “todo”." and seen.reference == other.reference
+    assert observed_reorder(other, start, start) is None, "the drop left the card where it was"
+
+
 def test_a_prefilled_field_gets_another_value_of_its_shape():
     for seed in range(5):
         rng = random.Random(seed)
@@ -580,6 +621,28 @@ def test_chains_on_one_document_grow_to_three_steps_by_what_their_replays_did():
     made = observed_chains([one], random.Random(0), 10, wizard)
     assert [m.verifier["params"]["where"] for m in made] == [{"step": 2}, {"step": 3}]
     assert made[1].request == "Next, then next, then next." and len(replays) == 2
+
+
+def test_a_chain_that_held_gets_a_third_step_of_a_kind_it_has_not_had():
+    """Three leaves of their own (red, green, blue): every two-step chain is extended by the third kind, even
+    when the first step drawn for it is a kind the chain had (which cannot join it)."""
+    from flows.task_synthesis.discovery.agent import observed_chains
+
+    fams, _ = families_from(_walk([_channel_typed("r", 94), _channel_typed("g", 177), _channel_typed("b", 25)]), "picker.colors")
+    steps = [instance(f, random.Random(0), fresh=False) for f in fams]
+
+    def picker(actions):
+        rgba = dict(COLOUR["rgba"])
+        for a in actions:
+            if a.get("action") == "type":
+                rgba[a["target"]["label"]] = int(a["text"])
+        return COLOUR, COLOUR | {"rgba": rgba}
+
+    made = observed_chains(steps, random.Random(3), 40, picker)
+    two = [m for m in made if m.request.count(", then") == 1]
+    three = [m for m in made if m.request.count(", then") == 2]
+    assert len(two) == 6 and len(three) == 6, [m.request for m in made]
+    assert all(set(m.verifier["params"]["where"]) == {"rgba.r", "rgba.g", "rgba.b"} for m in three)
 
 
 def test_of_leaves_that_took_one_typed_value_the_one_named_like_the_field_is_checked():

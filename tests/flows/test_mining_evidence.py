@@ -171,3 +171,60 @@ def test_native_inputs_focus_and_an_unchanged_ui_tree_alone_are_not_hit_nothing(
     )
     assert reasons(d.detect_click_hit_nothing(steps)) == [("corner", "bad_args", "click_hit_nothing", 0, 0)]
     assert undecided(steps)["click_hit_nothing"] == 1  # the label click: counted, not guessed
+
+
+def _said(action: dict, words: str) -> dict:
+    """A blind step (actions only) with the model's words and its action as one raw output, as imports keep them."""
+    return dict(step(action, "s", **BLIND), raw_output=f"{words}\nClick")
+
+
+def test_a_first_attempt_the_next_turn_reports_failed_counts_toward_the_loop():
+    tries = [
+        _said(click_at(300, 700), 'Let me click "Gold" to filter.'),
+        _said(
+            click_at(300, 700),
+            "The filter wasn't applied - the results still show 71. Let me click it again.",
+        ),
+        _said(click_at(300, 680), "It still shows 71. Let me click more precisely."),
+        _said(DONE, "The Gold filter has been applied: 29 results."),  # the last attempt worked
+    ]
+    found = d.detect_exact_repeats(frame(("gold", tries)))
+    assert found["trajectory_id"].to_list() == ["gold"]  # 2 failed attempts: the original and one repeat
+    assert (found["first_step"][0], found["last_step"][0]) == (1, 2)
+
+
+def test_repeats_one_turn_plans_are_one_attempt_but_words_repeated_verbatim_are_not_enough():
+    plan = "The counter is at 0. I need 4 people. Let me click the plus button 4 times."
+    planned = [_said(click_at(480, 300), plan) for _ in range(4)] + [_said(DONE, "The counter shows 4.")]
+    again = "Let me click the X on the cookie banner more precisely."
+    stuck = [_said(click_at(700, 600), "Let me close the cookie banner.")]
+    stuck += [_said(click_at(700, 600), again) for _ in range(3)] + [
+        _said(DONE, "The banner is still showing.")
+    ]
+    found = d.detect_exact_repeats(frame(("planned", planned), ("stuck", stuck)))
+    assert found["trajectory_id"].to_list() == ["stuck"]
+
+
+def test_new_content_named_after_a_stepping_control_is_progress_even_if_the_control_is_still_visible():
+    said = ["Let me click the right arrow of the carousel."] + [
+        f"{name} appeared. The right arrow is still visible, let me continue."
+        for name in ("ARCADE", "COVEN", "K/DA")
+    ]
+    stepping = [_said(click_at(950, 550), w) for w in said] + [_said(DONE, "That was the last skin.")]
+    stuck = [_said(click_at(950, 550), w.replace("appeared", "did not change")) for w in said]
+    found = d.detect_exact_repeats(
+        frame(("stepping", stepping), ("stuck", stuck + [_said(DONE, "Giving up.")]))
+    )
+    assert found["trajectory_id"].to_list() == ["stuck"]
+
+
+def test_the_next_turns_words_decide_a_repeated_click_by_element_too():
+    accept = click("Alle akzeptieren")
+    words = [
+        "Let me accept the cookies.",
+        "The consent form is still showing.",
+        "The consent form is still showing.",
+    ]
+    stuck = [_said(accept, w) for w in words] + [_said(DONE, "The consent form is still showing.")]
+    found = d.detect_exact_repeats(frame(("stuck", stuck)))
+    assert found["evidence_level"].to_list() == ["reasoning"] and found["confidence"][0] > 0.9

@@ -26,6 +26,7 @@ from flows.task_synthesis.discovery.families import (
     made_then,
     observed_chain,
     observed_on_record,
+    observed_reorder,
     on_other_record,
     retrieve_instances,
     to_spec,
@@ -38,9 +39,10 @@ from sandboxes.skills import Skill
 from verifier_templates.base import normalise
 
 TRIES_PER_FAMILY = 8
+MAX_THIRD_STEP_TRIES = 3  # replays of a chain that held with a third step, until one holds
 RETRIEVE_SHARE = 0.3  # at most this share of the candidates are questions when other families can fill the rest
 OBSERVE_SECONDS = 600.0  # a wall-clock cap on the replays (each call site bounds how many it makes): reaching it is the machine's slowness
-Observe = Callable[[list[dict[str, Any]]], "tuple[Any, Any] | None"]
+Observe = Callable[..., "tuple[Any, Any] | None"]  # (actions, expression=None): the state before and after them
 
 
 def replay_skill(sandbox: str) -> Skill:
@@ -106,12 +108,13 @@ class Replayer:
     def seconds(self) -> float:
         return time.monotonic() - self.started
 
-    def _read(self) -> Any:
+    def _read(self, expression: str | None = None) -> Any:
         from verifier_templates.base import Probe
 
-        return self.driver.probe(Probe("state", "js", self.expression))
+        return self.driver.probe(Probe("state", "js", expression or self.expression))
 
-    def __call__(self, actions: list[dict[str, Any]]) -> tuple[Any, Any] | None:
+    def __call__(self, actions: list[dict[str, Any]], expression: str | None = None) -> tuple[Any, Any] | None:
+        """`expression` reads another view of the state than the manifest's (its items, as a check reads them)."""
         if self.seconds > self.cap:
             self.capped = True
             return None
@@ -124,11 +127,11 @@ class Replayer:
             for act in parse_actions(self.walk.sign_in + actions[:opening]):
                 if not self.driver.act(act).ok:
                     return None
-            before = self._read()
+            before = self._read(expression)
             for act in parse_actions(actions[opening:]):
                 if not self.driver.act(act).ok:
                     return None
-            return before, self._read()
+            return before, self._read(expression)
         except Exception:  # a step the page would not take: no observation, no candidate
             return None
 
@@ -173,6 +176,8 @@ def draw(fams: list[Family], walk: WalkResult, request: SynthesisRequest, sandbo
         if observe is not None and got and f.extra.get("document") and f.transition.slots and _typing_is_enough(got[0], observe):
             for inst in got:  # the press after typing is not needed (a field the app reads as you type): left out
                 inst.reference = inst.reference[:-1]
+        if f.name == "reorder":  # another card lands where its own drop puts it: known only by replaying it
+            got = got[:1] + ([made for made in (_reordered(inst, observe) for inst in got[1:]) if made is not None] if observe else [])
         if observe is not None and f.extra.get("records"):  # the same step on other records, each replayed
             records = list(f.extra["records"])
             random.Random(f"{request.seed}-{f.key}-records").shuffle(records)
@@ -250,6 +255,11 @@ def draw(fams: list[Family], walk: WalkResult, request: SynthesisRequest, sandbo
     return picked[:count]
 
 
+def _reordered(inst: Instance, observe: Observe) -> Instance | None:
+    seen = observe(inst.reference, inst.verifier.get("params", {}).get("expression"))
+    return observed_reorder(inst, *seen) if seen else None
+
+
 def _typing_is_enough(inst: Instance, observe: Observe) -> bool:
     """Whether the step's check already holds before its last action (Enter, or the form's button), with the
     records it acts on made first (its setup)."""
@@ -285,32 +295,38 @@ def observed_chains(plain: list[Instance], rng: random.Random, count: int, obser
     want = round(count * MULTI_SHARE * 1.25)  # the draw's share of chains, and a few for the gate to reject
     out: list[Instance] = []
     asked: set[str] = set()
+    kinds: dict[int, set[str]] = {}  # a chain's kinds of step (a chain is its first step's family)
     tried = 0
 
-    def attempt(a: Instance, b: Instance) -> None:
+    def attempt(a: Instance, b: Instance) -> bool | None:
+        """Whether the pair held when replayed; None when it was not replayed."""
         nonlocal tried
         joined = chain_on_document(a, b)
         if joined is None or joined.request.casefold() in asked or not joins(a, b):
-            return
+            return None
         tried += 1
         seen = observe(joined.reference)
         made = observed_chain(joined, *seen, [a.verifier, b.verifier]) if seen else None
         if made:
             out.append(made)
             asked.add(made.request.casefold())
+            kinds[id(made)] = kinds.get(id(a), {a.family.key}) | {b.family.key}
         elif seen:
             failed.add((a.family.key, b.family.key))
+        return made is not None
 
     for a, b in pairs:
         if len(out) >= want or tried >= 3 * want:
             return out
         attempt(a, b)
-    for c in list(out):  # three steps: a chain that held, then one more
-        for b in rng.sample(docs, len(docs)):
+    for c in list(out):  # three steps: a chain that held, then one more (kinds it has not had first), a few tries each
+        replayed = 0
+        for b in sorted(rng.sample(docs, len(docs)), key=lambda b: b.family.key in kinds[id(c)]):
             if len(out) >= want or tried >= 3 * want:
                 return out
-            if joins(c, b):
-                attempt(c, b)
+            held = attempt(c, b)
+            replayed += held is not None
+            if held or replayed >= MAX_THIRD_STEP_TRIES:
                 break
     return out
 

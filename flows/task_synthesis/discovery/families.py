@@ -495,6 +495,29 @@ def observed_on_record(inst: Instance, before: Any, after: Any) -> Instance | No
     return Instance(inst.family, inst.request, [], None, inst.reference, found[1], inst.values, inst.item)
 
 
+def observed_reorder(inst: Instance, before: list[dict[str, Any]], after: list[dict[str, Any]]) -> Instance | None:
+    """A reorder of another card, its check from what its replay did: where a card lands after a drop onto
+    another depends on where it started and on the library (before or after the card dropped on), so the
+    walk's place is not another card's. None when the card did not move to another place in its list."""
+    p = inst.verifier.get("params", {})
+    where = p.get("where", {})
+    card, lst = normalise(str(where.get("text", ""))), where.get("list")
+
+    def places(items: Any) -> list[int]:
+        return [r.get("at") for r in items or [] if isinstance(r, dict) and r.get("list") == lst and normalise(str(r.get("text", ""))) == card]
+
+    was, now = places(before), places(after)
+    if len(was) != 1 or len(now) != 1 or was == now:
+        return None
+    seen = {**where, "at": now[0]}
+    verifier = {"template": "js_state_matches",
+                "params": {**p, "where": seen, "count": sum(1 for r in after if js_state_matches.matches(r, seen))}}
+    if js_state_matches.judge(Evidence({}, {"state": before}), verifier["params"]).passed:
+        return None
+    request = _request(inst.family, inst.values, inst.item, verifier=verifier)
+    return Instance(inst.family, request, [], None, inst.reference, verifier, inst.values, inst.item)
+
+
 def _option_instance(fam: Family, rng: random.Random, fresh: bool) -> Instance:
     """A select: the observed choice, or another of the options beside it."""
     t = fam.transition
@@ -628,7 +651,7 @@ def _drag_instance(fam: Family, rng: random.Random, fresh: bool) -> Instance | N
     act = copy.deepcopy(t.actions)
     act[0]["target"] = {"text": card}
     verifier = _substitute_card(fam.verifier, swaps)
-    return Instance(fam, _request(fam, [card, t.to], card), [], None, t.path + act, verifier, [card, t.to], card)
+    return Instance(fam, _request(fam, [card, t.to], card, verifier=verifier), [], None, t.path + act, verifier, [card, t.to], card)
 
 
 # ---- requests ------------------------------------------------------------------------------------------
@@ -655,7 +678,7 @@ def _request(fam: Family, values: list[str], item: str, slots: dict[str, str] | 
     slots = _checked_slots(slots, verifier or fam.verifier)
     where = _clean(t.heading)
     if name == "reorder":
-        where_ = fam.verifier["params"].get("where", {})
+        where_ = (verifier or fam.verifier)["params"].get("where", {})
         at = where_.get("at")
         place = f"position {at + 1}" if isinstance(at, int) else "another place"
         return _sentence(f"move {quote(item)} to {place}" + (f" in {quote(where or _clean(t.to))}" if where or t.to else ""))
@@ -721,10 +744,24 @@ def chain(first: Instance, second: Instance) -> Instance | None:
         return None
     if _same_leaves(_document_leaves(first), _document_leaves(second) | changed_leaves(second)):  # the second sets what the first checks
         return None
+    if _dropped_on(second) & _dragged(first):  # the second drops onto the card the first took away: it lands elsewhere
+        return None
     req = _sentence(f"{_lower_first(first.request)}, then {_lower_first(second.request)}")
     verifier = {"template": "all_of", "params": {"checks": [first.verifier, second.verifier]}}
     then = _after(first.family.transition, second.family.transition, second.reference)
     return Instance(first.family, req, [], None, first.reference + then, verifier, first.values + second.values)
+
+
+def _dragged(inst: Instance) -> set[str]:
+    """The texts of the cards an instance's reference drags away."""
+    return {normalise(a["target"]["text"]) for a in inst.reference
+            if a.get("action") == "left_click_drag" and isinstance(a.get("target"), dict) and a["target"].get("text")}
+
+
+def _dropped_on(inst: Instance) -> set[str]:
+    """The texts of the cards an instance's reference drops onto (a list is found by a card it holds)."""
+    return {normalise(a["to"]["text"]) for a in inst.reference
+            if a.get("action") == "left_click_drag" and isinstance(a.get("to"), dict) and a["to"].get("text")}
 
 
 def _after(first: Transition, second: Transition, reference: list[dict[str, Any]]) -> list[dict[str, Any]]:
