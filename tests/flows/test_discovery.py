@@ -815,3 +815,21 @@ def test_toolbars_cards_disabled_submits_and_confirmed_deletes_on_a_component_li
     assert deleted.diff.manifest[1]["cards"] == ["2. beta"]
     # a press that only opened a dialog (the page's lists changed: its hints) walks into the dialog's form
     assert renamed.button == "Rename" and renamed.diff.manifest[1]["cards"] == [renamed.slots[0].value, "2. beta"]
+
+
+def test_no_chain_names_a_record_the_first_step_renamed_or_removed():
+    """"Rename “2. house-prices” to “X”, then remove “2. house-prices”" asks for a record the first step took
+    away; chains of other steps on that record, or of that step and another record, stay."""
+    from flows.task_synthesis.discovery.families import Family, Instance
+
+    def step(name: str, item: str, value: str) -> Instance:
+        t = Transition("item", [{"action": "goto", "url": "/"}], [{"action": "left_click", "target": {"text": value}}], StateDiff(),
+                       item=item)
+        check = {"template": "row_exists", "params": {"table": "t", "where": {"name": value}}}
+        return Instance(Family(name, f"{name}|{value}", t, check, [value]), f"{name} {item}", [], None, t.path + t.actions, check,
+                        [value], item)
+
+    renamed, removed = step("update", "2. house-prices", "X"), step("delete", "2. house-prices", "Y")
+    assert chain(renamed, removed) is None and chain(removed, renamed) is None
+    assert chain(step("toggle", "2. house-prices", "Z"), removed) is not None
+    assert chain(renamed, step("delete", "1. wine", "W")) is not None

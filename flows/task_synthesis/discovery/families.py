@@ -746,6 +746,8 @@ def chain(first: Instance, second: Instance) -> Instance | None:
         return None
     if _dropped_on(second) & _dragged(first):  # the second drops onto the card the first took away: it lands elsewhere
         return None
+    if first.item and first.family.name in ("update", "delete") and normalise(first.item) == normalise(second.item):
+        return None  # the first renames or removes the record the second names: it is not there any more
     req = _sentence(f"{_lower_first(first.request)}, then {_lower_first(second.request)}")
     verifier = {"template": "all_of", "params": {"checks": [first.verifier, second.verifier]}}
     then = _after(first.family.transition, second.family.transition, second.reference)
