@@ -137,9 +137,11 @@ SCAN_JS = r"""(() => {
     let box = el.parentElement, bs = [];
     for (let k = 0; box && k < 4; box = box.parentElement, k++) { bs = buttons.filter(b => !claimed.has(b) && box.contains(b) && !isItem(b)); if (bs.length) break; }
     if (!bs.length || !box) { done.add(el); const f = fieldOf(el); if (f && ['textbox', 'searchbox', 'combobox'].includes(f.role)) groups.push({kind: 'enter', heading: heading(el), fields: [f], buttons: [], item: false}); return; }
-    // outside a <form> nothing ties several buttons to the field (a toolbar: a search box, Reload, Create): each
-    // stays a page button too; a lone one is the field's
-    const fs = loose.filter(x => box.contains(x)); fs.forEach(x => done.add(x)); if (bs.length === 1) claimed.add(bs[0]);
+    // a toolbar (a search box, Reload, Create; no <form>): a search filters as it is typed, and the buttons beside
+    // it act on the page, so each stays a page button too; the buttons of any other box are its fields'
+    const fs = loose.filter(x => box.contains(x)); fs.forEach(x => done.add(x));
+    const searching = fs.length === 1 && (fs[0].type === 'search' || /search|filter|find/i.test(realLabel(fs[0]) + ' ' + (fs[0].placeholder || '') + ' ' + (fs[0].name || '')));
+    if (!searching || bs.length === 1) bs.forEach(b => claimed.add(b));
     groups.push({kind: 'group', heading: heading(box), fields: fs.map(fieldOf).filter(Boolean), buttons: bs.map(press).filter(b => b.target && b.name), item: false});
   });
   const like = el => el.tagName + '.' + [...el.classList].sort().join('.');
