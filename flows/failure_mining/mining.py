@@ -145,37 +145,83 @@ def step_batches(lake: Lake, pending: pl.DataFrame, batch_steps: int = BATCH_STE
     files = sorted(str(f) for f in lake.files("steps"))
     if pending.is_empty() or not files:
         return []
-    found = located(lake, files, pending)  # (trajectory_id, file): file numbers into `files`
-    if found.is_empty():
-        return []
-    spanning = found.filter(pl.col("trajectory_id").is_duplicated())  # rare: writers land one in one file
-    lists = spanning.group_by("trajectory_id").agg(pl.col("file").sort())["file"].to_list()
-    groups = _files_read_together([[i] for i in found["file"].unique().to_list()] + lists)
+    held = file_trajectories(lake, files)
+    at = _lookup(held["trajectory_id"], pending["trajectory_id"])
+    if at is None:  # a trajectory held by several files (rare: writers land one in one file)
+        return _spanning_batches(lake, files, held, pending, batch_steps)
+    file = held["file"].gather(at)  # each pending trajectory's file, null for those without steps
+    groups = [[i] for i in file.drop_nulls().unique().sort().to_list()]
+    return _batched(lake, files, groups, pending.with_columns(_file=file), batch_steps)
+
+
+def _batched(
+    lake: Lake, files: list[str], groups: list[list[int]], pending: pl.DataFrame, batch_steps: int
+) -> list[StepBatch]:
+    """Groups of files packed into batches; `pending` rows (with `_file`, the lowest file holding their
+    steps, null for none) go to their file's batch, in their order."""
     rows = lake.file_rows("steps")
     batches = _packed(groups, [rows.get(f, 0) for f in files], batch_steps)
     which = {i: b for b, batch in enumerate(batches) for i in batch}
-    here = found.group_by("trajectory_id").agg(pl.col("file").min()).select(
-        "trajectory_id", batch=pl.col("file").replace_strict(which, return_dtype=pl.Int32)
-    )
-    parts = pending.join(here, on="trajectory_id", how="inner", maintain_order="left").partition_by(
-        "batch", as_dict=True, include_key=False
+    parts = (
+        pending.with_columns(_batch=pl.col("_file").replace_strict(which, default=None, return_dtype=pl.Int32))
+        .filter(pl.col("_batch").is_not_null())
+        .drop("_file")
+        .partition_by("_batch", as_dict=True, include_key=False)
     )
     return [StepBatch([files[i] for i in batch], parts[(b,)]) for b, batch in enumerate(batches) if (b,) in parts]
 
 
-def located(lake: Lake, files: list[str], pending: pl.DataFrame) -> pl.DataFrame:
-    """(trajectory_id, file) for every step file holding steps of a pending trajectory, `file` the file's
-    number in `files`. Reads the trajectory_id column alone, a file at a time, keeping each file's distinct
-    ids: a part of a scan (a DISTINCT over (trajectory_id, filename) of every row cost about one scan)."""
-    wanted = pending["trajectory_id"].implode()
+def _spanning_batches(
+    lake: Lake, files: list[str], held: pl.DataFrame, pending: pl.DataFrame, batch_steps: int
+) -> list[StepBatch]:
+    """`step_batches` when some trajectory's steps are in several files: those files are read together."""
+    found = held.join(pending.select("trajectory_id"), on="trajectory_id", how="semi")
+    first = found.group_by("trajectory_id").agg(pl.col("file").min(), spans=pl.len())
+    spanning = first.filter(pl.col("spans") > 1)["trajectory_id"]
+    lists = (
+        found.filter(pl.col("trajectory_id").is_in(spanning.implode()))
+        .group_by("trajectory_id")
+        .agg(pl.col("file").sort())["file"]
+        .to_list()
+    )
+    groups = _files_read_together([[i] for i in first["file"].unique().to_list()] + lists)
+    pending = pending.join(first.select("trajectory_id", _file="file"), on="trajectory_id", how="left", maintain_order="left")
+    return _batched(lake, files, groups, pending, batch_steps)
+
+
+def file_trajectories(lake: Lake, files: list[str]) -> pl.DataFrame:
+    """(trajectory_id, file): the distinct trajectory ids of each step file, `file` its number in `files`.
+    Reads the trajectory_id column alone, a file at a time (a DISTINCT over (trajectory_id, filename) of
+    every row cost about one scan); a file's steps come in runs per trajectory, so only run starts are
+    de-duplicated."""
+    tid = pl.col("trajectory_id")
     parts = [
         _read(lake, [f], ["trajectory_id"])
+        .filter((tid != tid.shift(1)).fill_null(True))
         .unique()
-        .filter(pl.col("trajectory_id").is_in(wanted))
         .with_columns(file=pl.lit(i, pl.UInt32))
         for i, f in enumerate(files)
     ]
     return pl.concat(parts)
+
+
+def _lookup(keys: pl.Series, wanted: pl.Series) -> pl.Series | None:
+    """For each wanted value, the position of the equal key (null if none), by binary search over the keys'
+    sorted 64-bit hashes, then compared exactly; None when two keys share a hash (the same id in two files,
+    or a collision): then the caller joins. Hash joins of 1M x 1M ids cost ~1-2 CPU-s each here (10M bench
+    steps); this costs a sort and a search."""
+    if keys.is_empty():
+        return pl.repeat(None, wanted.len(), dtype=pl.UInt32, eager=True)
+    hashes = keys.hash()
+    order = hashes.arg_sort()
+    ordered = hashes.gather(order)
+    if (ordered.slice(1) == ordered.slice(0, keys.len() - 1)).any():
+        return None
+    wanted_hashes = wanted.hash()
+    pos = ordered.search_sorted(wanted_hashes, side="left").clip(upper_bound=keys.len() - 1)
+    at = order.gather(pos)
+    hit = (ordered.gather(pos) == wanted_hashes) & (keys.gather(at) == wanted)
+    return pl.DataFrame({"at": at, "hit": hit}).select(pl.when("hit").then("at")).to_series()
 
 
 def _packed(groups: list[list[int]], sizes: list[int], batch_steps: int) -> list[list[int]]:
@@ -282,11 +328,12 @@ def seed_rows(failures: pl.DataFrame, features: pl.DataFrame, run_id: str, now: 
             occurrences=pl.len(),
         )
     )
+    # the seeds' trajectories by number (each trajectory is one run of rows): an integer filter over the steps
+    starts = features.select("trajectory_id", "traj_no", "same_prev").filter(~pl.col("same_prev"))
+    wanted = starts.join(first.select("trajectory_id").collect(engine=ENGINE), on="trajectory_id", how="semi")
     context = (
         features.lazy()
-        .filter(
-            pl.col("trajectory_id").is_in(first.select("trajectory_id").collect(engine=ENGINE)["trajectory_id"].implode())
-        )
+        .filter(pl.col("traj_no").is_in(wanted["traj_no"].implode()))
         .select(
             "trajectory_id",
             "step_index",
@@ -526,7 +573,10 @@ def _mark_stepless(
     """Trajectories that ended before any step (in no batch) are mined as they are; others without steps
     keep waiting (a rollout writes trajectories just before their steps)."""
     rest = pending
-    for batch in batches:
+    # batches hold disjoint rows of `pending` (step_batches): when they hold as many, none is left over
+    if sum(batch.trajectories.height for batch in batches) == pending.height:
+        rest = pending.clear()
+    for batch in batches if rest.height else ():
         rest = rest.join(batch.trajectories.select("trajectory_id"), on="trajectory_id", how="anti")
     empty = rest.filter(pl.col("num_steps").fill_null(-1) == 0)
     summary.waiting = rest.height - empty.height

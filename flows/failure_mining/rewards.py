@@ -72,18 +72,23 @@ def _by_join(steps: pl.DataFrame, findings: pl.DataFrame) -> pl.DataFrame:
 
 def _by_position(steps: pl.DataFrame, findings: pl.DataFrame) -> pl.DataFrame | None:
     """Severities per step by row position, when every trajectory is contiguous with steps numbered
-    without gaps (as rollouts write them): no join over every step. None when that does not hold."""
+    without gaps (as rollouts write them): no join over every step. None when that does not hold.
+    Findings (not their spread steps) are joined to the trajectory starts, so only integers are spread."""
     tid, step = pl.col("trajectory_id"), pl.col("step_index")
-    starts = steps.select(tid, step).with_row_index("row").filter((tid != tid.shift(1)).fill_null(True))
-    gapless = steps.select(((step - step.shift(1) == 1) | (tid != tid.shift(1))).fill_null(True).all()).item()
-    if not gapless or starts["trajectory_id"].n_unique() != starts.height:
+    new = (tid != tid.shift(1)).fill_null(True)
+    marks = steps.select(new=new, gapless=(new | (step - step.shift(1) == 1)).fill_null(True))
+    if not marks["gapless"].all():
         return None
+    at = marks["new"].arg_true()
+    starts = steps.select("trajectory_id", first=step).gather(at).with_columns(row=at.cast(pl.Int64))
+    if starts["trajectory_id"].n_unique() != starts.height:
+        return None
+    offset = pl.col("row") - pl.col("first")
     placed = (
-        _spread(findings)
-        .join(starts.rename({"step_index": "first"}), on="trajectory_id", how="inner")
-        .select(
-            "kind", "severity", row=(pl.col("row").cast(pl.Int64) + pl.col("step_index") - pl.col("first"))
-        )
+        findings.select("trajectory_id", "kind", "severity", "first_step", "last_step")
+        .join(starts, on="trajectory_id", how="inner")
+        .select("kind", "severity", row=pl.int_ranges(offset + pl.col("first_step"), offset + pl.col("last_step") + 1))
+        .explode("row")
     )
     columns = {}
     for k in REWARD_KINDS:

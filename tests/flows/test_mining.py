@@ -11,7 +11,7 @@ import pytest
 
 from flows.failure_mining import detectors as d
 from flows.failure_mining.evaluation import evaluate
-from flows.failure_mining.mining import DETECTOR_VERSION, mine, mine_frame
+from flows.failure_mining.mining import DETECTOR_VERSION, _lookup, mine, mine_frame
 from flows.failure_mining.report import failures_chart_svg
 from flows.failure_mining.rewards import RewardWeights, step_rewards
 from flows.rollout.policies import NoiseRates, ScriptedNoisyPolicy
@@ -517,6 +517,13 @@ def test_a_trajectory_whose_steps_span_three_files_is_mined_whole(lake):
         lake.write("steps", [{"trajectory_id": "split", "step_index": at, "run_id": "r1", **LOOPING[at]}], "r1", batch)
     summary = mine(lake, "m1", batch_steps=2)
     assert summary.by_reason == {"loop/exact_repeat": 1} and (summary.batches, summary.steps) == (1, 4)
+
+
+def test_pending_ids_are_found_among_the_files_ids_exactly_and_a_shared_hash_falls_back_to_joins():
+    held = pl.Series(["t1", "t2", None, "t3"])  # the distinct ids of the step files, in file order
+    assert _lookup(held, pl.Series(["t3", "t9", None, "t1", "t1"])).to_list() == [3, None, None, 0, 0]
+    assert _lookup(pl.Series([], dtype=pl.String), pl.Series(["t1"])).to_list() == [None]
+    assert _lookup(pl.Series(["t1", "t2", "t1"]), pl.Series(["t2"])) is None  # one id in two files: joins decide
 
 
 def test_mine_frame_is_pure_and_shapes_rows_like_the_lake_tables():
