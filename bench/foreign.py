@@ -1,7 +1,7 @@
 """What the offline flywheel gets out of apps no one here wrote: the corpus in corpus/ (third-party apps
 fetched at pinned versions from npm and PyPI, each with only a sandbox.toml), run through the real flows.
 
-    .venv/bin/python bench/foreign.py [--apps vue-kanban,django-admin] [--count 40] [--steps 200] [--minutes 2]
+    .venv/bin/python bench/foreign.py [--apps optuna-dashboard,django-admin] [--count 40] [--steps 200] [--minutes 2]
 
 Per app: `synthesize-tasks` with the default (static) agent, then `explore`, into one fresh lake; then
 from the lake: candidates, verified pairs, families among them, the multi-step share, duplicate pairs

@@ -165,6 +165,43 @@ SEEDED_RANDOM_JS = r"""(() => {
   PageDate.prototype = Real.prototype; PageDate.now = now; PageDate.parse = Real.parse; PageDate.UTC = Real.UTC;
   window.Date = PageDate;
 })()"""
+# A debounced input (a search that filters a moment after the last key, a name field whose Create button turns
+# on after its pause) acts on a short timer the input set off, and a single-page app fetches after its load
+# event or on a press; the browser's network events for such a request can arrive after the driver looked.
+# So every page counts, in the page itself, its requests in flight (fetch, XMLHttpRequest) and the short timers
+# (at most INPUT_TIMER_MAX_MS) set since the last input event; settling waits until the requests are done (at
+# most INPUT_REQUESTS_CAP_MS) and, after an input, until the timers pending then have run or been cleared (at
+# most INPUT_TIMERS_CAP_MS); longer timers (polling, a toast's fade) are not waited for. Waits follow the page.
+INPUT_TIMER_MAX_MS, INPUT_TIMERS_CAP_MS, INPUT_REQUESTS_CAP_MS = 1000, 3000, 10000
+PAGE_WAITS_JS = r"""(() => {
+  const set = window.setTimeout.bind(window), clear = window.clearTimeout.bind(window), pending = new Set();
+  let requests = 0;
+  for (const kind of ['input', 'change', 'keydown', 'pointerdown', 'click'])
+    addEventListener(kind, () => pending.clear(), true);  // what is set from here on is this input's
+  window.setTimeout = function setTimeout(fn, ms, ...args) {
+    if (typeof fn !== 'function') return set(fn, ms, ...args);
+    const d = Number(ms) || 0;
+    const id = set(function () { pending.delete(id); return fn.apply(this, arguments); }, ms, ...args);
+    if (d >= 16 && d <= %(max_ms)d) pending.add(id);
+    return id;
+  };
+  window.clearTimeout = function clearTimeout(id) { pending.delete(id); return clear(id); };
+  if (window.fetch) { const real = window.fetch;
+    window.fetch = function fetch(...args) { requests++; const p = real.apply(this, args);
+      p.then(() => requests--, () => requests--); return p; }; }
+  const send = XMLHttpRequest.prototype.send;
+  XMLHttpRequest.prototype.send = function (...args) { requests++;
+    this.addEventListener('loadend', () => requests--, {once: true}); return send.apply(this, args); };
+  const quiet = timers => new Promise(done => {
+    const waited = timers ? new Set(pending) : new Set(), start = performance.now();
+    const poll = () => {
+      for (const id of waited) if (!pending.has(id)) waited.delete(id);
+      const t = performance.now() - start;
+      if ((!waited.size || t > %(cap_ms)d) && (!requests || t > %(req_ms)d)) return done(requests);
+      set(poll, 20); };
+    poll(); });
+  Object.defineProperty(window, '__flywheelQuiet', {value: quiet});
+})()"""
 PAGE_CLOCK_START_MS = 1_704_110_400_000  # 2024-01-01T12:00:00Z: what a reset app's pages read as "now" while loading
 
 
@@ -368,6 +405,7 @@ class WebDriver:
         if self._at_start:
             self._at_start = False
             self.page.goto(self.app.base_url + self.manifest.start.home_path)
+            self.settle()
 
     def _new_context(self) -> None:
         if self.context is not None:
@@ -378,6 +416,8 @@ class WebDriver:
         self.context.set_default_timeout(self.action_timeout_ms)
         if self.manifest.start is None or self.manifest.start.seeded_random:
             self.context.add_init_script(seeded_random_script(self.manifest.name))
+        self.context.add_init_script(PAGE_WAITS_JS % {"max_ms": INPUT_TIMER_MAX_MS, "cap_ms": INPUT_TIMERS_CAP_MS,
+                                                      "req_ms": INPUT_REQUESTS_CAP_MS})
         self.page = self.context.new_page()
         self.page.on("request", self._on_request)
         self.page.on("requestfinished", self._on_request_done)
@@ -425,6 +465,7 @@ class WebDriver:
         A page that does not settle within the cap raises SandboxTimeout."""
         if after_input:
             self._next_frame()
+            self._page_quiet(timers=True)
         deadline = time.monotonic() + timeout_s
         while self._inflight or self._navigating:
             if time.monotonic() > deadline:
@@ -433,6 +474,20 @@ class WebDriver:
             self.page.wait_for_timeout(10)  # lets Playwright deliver the page's events
         self.page.wait_for_load_state("load")
         self._next_frame()
+        if self._page_quiet(timers=False):  # the page's own count saw requests the network events had not shown yet
+            self._next_frame()
+
+    def _page_quiet(self, timers: bool) -> bool:
+        """Wait for the requests the page has in flight, and with `timers` for the short timers the last input set
+        off (a debounce), as a person waits for the page to react. Whether there was anything to wait for."""
+        try:
+            return bool(self.page.evaluate(
+                "async t => { if (!window.__flywheelQuiet) return 0; const s = performance.now(); await window.__flywheelQuiet(t);"
+                " return performance.now() - s > 25; }", timers))
+        except Exception as exc:  # a navigation replaced the document mid-call: the wait loop follows it
+            if _timed_out(exc):
+                raise
+            return False
 
     def _next_frame(self) -> None:
         try:
@@ -557,6 +612,7 @@ class WebDriver:
         if isinstance(action, Goto):
             self._at_start = False  # nothing was observed yet: opening home first would change nothing
             page.goto(self.live(action.url))
+            self.settle()  # a single-page app renders what it fetches after its load event
             return ActionResult(ok=True)
         self._ensure_started()
         if isinstance(action, Terminate):

@@ -672,6 +672,168 @@ def test_typing_is_enough_is_checked_with_the_record_a_step_acts_on_made_first()
     assert _typing_is_enough(inst, as_you_type) and seen == [made + own[:-1]]
 
 
+def test_a_record_made_anew_under_the_typed_name_is_an_update_checked_on_its_own_table():
+    """An app that renames by making the record again (a study copied under the new name, the old one deleted)
+    changes a side table too (a row of the new record's settings): the check is on the table holding the typed
+    name, that row there and the old name gone, and the request renames the record."""
+    entry = field(label="Study name", target={"label": "Study name"})
+    studies = {"counts": {"inserted": 1, "deleted": 1, "updated": 0},
+               "inserted": [{"study_id": 3, "study_name": "Trip budget 12"}], "deleted": [{"study_id": 2, "study_name": "house-prices"}],
+               "updated": []}
+    side = {"counts": {"inserted": 1, "deleted": 0, "updated": 0}, "deleted": [], "updated": [],
+            "inserted": [{"study_system_attribute_id": 1, "study_id": 3, "key": "note_ver", "value_json": "0"}]}
+    t = Transition("form", [{"action": "goto", "url": "/"}],
+                   [{"action": "left_click", "target": {"role": "button", "name": "rename study"}},
+                    {"action": "type", "target": entry.target, "text": "Trip budget 12", "clear": True},
+                    {"action": "left_click", "target": {"role": "button", "name": "Rename"}}],
+                   StateDiff(db={"studies": studies, "study_system_attributes": side}), [Slot(1, entry, "Trip budget 12")],
+                   heading=" ", button="Rename", item="2. house-prices")
+    (fam,), _ = families_from(_walk([t]), None)
+    assert fam.name == "update"
+    assert fam.verifier == {"template": "all_of", "params": {"checks": [
+        {"template": "row_exists", "params": {"table": "studies", "where": {"study_name": "Trip budget 12"}}},
+        {"template": "row_absent", "params": {"table": "studies", "where": {"study_name": "house-prices"}}}]}}
+    other = instance(fam, random.Random(3), fresh=True)
+    typed = [a for a in other.reference if a["action"] == "type"][0]["text"]
+    assert typed != "Trip budget 12" and other.request == f"Rename “2. house-prices” to “{typed}”."
+    assert other.verifier["params"]["checks"][0]["params"]["where"] == {"study_name": typed}
+
+
+# A page of our own in the shape of a component-library app (made here, served by http.server): a toolbar (a
+# search box beside Reload and Create, no <form>), repeated cards with an icon button each, a panel classed
+# "card" that does not repeat, and a dialog whose Save turns on 400 ms after the last keystroke (a debounce),
+# beside a button that only adds a row to the form.
+CARDS_PAGE = """<!doctype html><body>
+<div class="toolbar"><input type="text" aria-label="Search"><button>Reload</button><button>Create</button></div>
+<div class="list">
+  <div class="card"><h5>1. alpha</h5><p>Kind: A</p><div class="actions"><button aria-label="rename">r</button><button aria-label="delete">x</button></div></div>
+  <div class="card"><h5>2. beta</h5><p>Kind: B</p><div class="actions"><button aria-label="rename">r</button><button aria-label="delete">x</button></div></div>
+</div>
+<div class="card panel"><p>About this page</p><button>Help</button></div>
+<div role="dialog" aria-label="New"><label for="n">Name</label><input id="n"><button>Add row</button><button>Cancel</button><button id="go" disabled>Save</button></div>
+<ul id="saved"></ul>
+<script>
+  let t = null;
+  n.addEventListener('input', () => { clearTimeout(t); t = setTimeout(() => { go.disabled = !n.value; }, 400); });
+  go.onclick = () => { const li = document.createElement('li'); li.textContent = n.value; saved.appendChild(li); };
+  document.querySelectorAll('.card [aria-label=delete]').forEach(b => b.onclick = () => {
+    const card = b.closest('.card'), ask = document.createElement('div');
+    ask.setAttribute('role', 'dialog'); ask.innerHTML = '<p>Delete it?</p><button>No</button><button>Yes</button>';
+    ask.querySelectorAll('button')[1].onclick = () => { card.remove(); ask.remove(); };
+    ask.querySelectorAll('button')[0].onclick = () => ask.remove();
+    document.body.appendChild(ask); });
+  document.querySelectorAll('.card [aria-label=rename]').forEach(b => b.onclick = () => {  // a dialog with a list of hints
+    const h = b.closest('.card').querySelector('h5'), ask = document.createElement('div');
+    ask.setAttribute('role', 'dialog');
+    ask.innerHTML = '<ul><li>Names are unique</li><li>At most 40 letters</li></ul><label for="r">New name</label><input id="r"><button>Rename</button>';
+    ask.querySelector('button').onclick = () => { h.textContent = ask.querySelector('input').value; ask.remove(); };
+    document.body.appendChild(ask); });
+</script></body>"""
+# A page that shows what it fetched after its load event (a long answer, so it lands well after the load).
+LATER_PAGE = """<!doctype html><body><div id="fetched"></div><script>
+  addEventListener('load', () => { const x = new XMLHttpRequest(); x.open('GET', 'names.json');
+    x.onload = () => JSON.parse(x.responseText).forEach(n => {
+      const b = document.createElement('button'); b.textContent = n; fetched.appendChild(b); });
+    x.send(); });
+</script></body>"""
+CARDS_STATE = ("({saved: [...document.querySelectorAll('#saved li')].map(l => l.textContent), "
+               "cards: [...document.querySelectorAll('.list .card h5')].map(h => h.textContent)})")
+
+
+@pytest.fixture(scope="module")
+def cards_page(tmp_path_factory):
+    from sandboxes.manifest import load_manifest
+
+    root = tmp_path_factory.mktemp("cards")
+    (root / "site").mkdir()
+    (root / "site" / "index.html").write_text(CARDS_PAGE)
+    (root / "site" / "later.html").write_text(LATER_PAGE)
+    (root / "site" / "names.json").write_text('["Archive"]' + " " * 40_000_000)
+    (root / "sandbox.toml").write_text(f'''[sandbox]
+name = "cards-page"
+kind = "web"
+[source]
+path = "site"
+[start]
+command = ["{{python}}", "-m", "http.server", "{{port}}", "--bind", "127.0.0.1"]
+ready_path = "/index.html"
+home_path = "/index.html"
+[state]
+kind = "js"
+expression = "{CARDS_STATE}"
+''')
+    return load_manifest(root)
+
+
+@pytest.mark.browser
+def test_toolbars_cards_disabled_submits_and_confirmed_deletes_on_a_component_library_page(cards_page):
+    """The scan: a toolbar's buttons beside a search box stay page buttons (Create opens a form); repeated cards
+    are records named by their heading, a lone panel is not; a form's disabled submit is listed, marked. The
+    walk: typing turns the submit on after the app's pause and the step presses it (the driver waits for the
+    input's short timer), a card's delete is confirmed in the dialog it opens, and a card's rename, which opens a
+    dialog (with a list of hints: the page's lists change, the app's state does not), is walked into."""
+    from flows.task_synthesis.discovery.page_scan import scan_page
+    from flows.task_synthesis.discovery.walk import DiscoveryWalk, _name_shape
+    from sandboxes.actions import parse_actions
+    from sandboxes.drivers import open_driver
+    from tests.conftest import in_own_thread
+
+    def run():
+        with open_driver(cards_page) as driver:
+            walk = DiscoveryWalk(driver, cards_page, 0)
+            walk.in_page_login = []
+            path = [{"action": "goto", "url": "/index.html"}]
+            walk._reset()
+            walk._do(path)
+            scan = scan_page(driver)
+            walk._shown = {b["name"] for b in scan.page_buttons} | {c["name"] for c in scan.on_items}
+            (dialog,) = [g for g in scan.groups if g.fields[0].spoken == "Name"]
+            saved = walk._group_step(path, dialog, "form", "/index.html")
+            deleting = next(c for c in scan.on_items if c["name"] == "delete")
+            deleted = walk._item_step(path, deleting, "/index.html")
+            walk._page_groups = {_name_shape(g.signature()) for g in scan.groups}  # as a walk of the page sets them
+            renaming = next(c for c in scan.on_items if c["name"] == "rename")
+            renamed = walk._item_step(path, renaming, "/index.html")
+            walk._reset()  # the recorded step replayed as the gate does: typed, then pressed at once
+            replayed = walk._do(saved.path + saved.actions) and walk.state.read().manifest
+            driver.reset()  # a press right after opening the page, on what it fetched after its load event
+            fetched_press = [driver.act(a).ok for a in parse_actions(
+                [{"action": "goto", "url": "/later.html"}, {"action": "left_click", "target": {"role": "button", "name": "Archive"}}])]
+            return scan, dialog, saved, deleted, renamed, replayed, fetched_press
+
+    scan, dialog, saved, deleted, renamed, replayed, fetched_press = in_own_thread(run)
+    assert {"Reload", "Create", "Help"} <= {b["name"] for b in scan.page_buttons}
+    assert [(c["name"], c["item"]) for c in scan.on_items] == [("rename", "1. alpha"), ("delete", "1. alpha"),
+                                                               ("rename", "2. beta"), ("delete", "2. beta")]
+    assert [(b["name"], bool(b.get("disabled"))) for b in dialog.buttons] == [("Add row", False), ("Cancel", False), ("Save", True)]
+    assert saved.button == "Save" and saved.actions[-1] == {"action": "left_click", "target": {"role": "button", "name": "Save"}}
+    typed = saved.slots[0].value
+    assert saved.diff.manifest[1]["saved"] == [typed]
+    assert replayed and replayed["saved"] == [typed], "a replay waits for the input's timer before pressing"
+    assert fetched_press == [True, True], "opening a page waits for what it fetches after its load event"
+    assert deleted.actions[-1]["target"] == {"role": "button", "name": "Yes"} and deleted.item == "1. alpha"
+    assert deleted.diff.manifest[1]["cards"] == ["2. beta"]
+    # a press that only opened a dialog (the page's lists changed: its hints) walks into the dialog's form
+    assert renamed.button == "Rename" and renamed.diff.manifest[1]["cards"] == [renamed.slots[0].value, "2. beta"]
+
+
+def test_no_chain_names_a_record_the_first_step_renamed_or_removed():
+    """"Rename “2. house-prices” to “X”, then remove “2. house-prices”" asks for a record the first step took
+    away; chains of other steps on that record, or of that step and another record, stay."""
+    from flows.task_synthesis.discovery.families import Family, Instance
+
+    def step(name: str, item: str, value: str) -> Instance:
+        t = Transition("item", [{"action": "goto", "url": "/"}], [{"action": "left_click", "target": {"text": value}}], StateDiff(),
+                       item=item)
+        check = {"template": "row_exists", "params": {"table": "t", "where": {"name": value}}}
+        return Instance(Family(name, f"{name}|{value}", t, check, [value]), f"{name} {item}", [], None, t.path + t.actions, check,
+                        [value], item)
+
+    renamed, removed = step("update", "2. house-prices", "X"), step("delete", "2. house-prices", "Y")
+    assert chain(renamed, removed) is None and chain(removed, renamed) is None
+    assert chain(step("toggle", "2. house-prices", "Z"), removed) is not None
+    assert chain(renamed, step("delete", "1. wine", "W")) is not None
+
 # ---- multi-step forms ----------------------------------------------------------------------------------------
 WIZARD = {"step": 0, "fields": {"Name": "", "Email": "", "Team": ""}, "plan": "Pro"}
 NEXT = {"action": "left_click", "target": {"role": "button", "name": "Next"}}

@@ -81,8 +81,9 @@ def verifier_for(t: Transition, initial_records: list[dict]) -> tuple[str, dict[
     typed = tuple(s.value for s in t.slots if s.value and s.value not in ("yes",))
     said = {v.strip().casefold() for v in typed}
     d = t.diff
-    for table, change in sorted(d.db.items()):
-        found = _table_verifier(table, change, said)
+    # a table holding what was typed first (a record's own table, not a side table the step also touched)
+    for table, change in sorted(d.db.items(), key=lambda tc: not _holds_typed(tc[1], said)):
+        found = _table_verifier(table, change, said) or _replaced_row(table, change, said)
         if found:
             return found[0], found[1], list(typed) or [str(v) for v in found[1]["params"].get("where", {}).values()]
     items = _items_verifier(t)
@@ -94,6 +95,28 @@ def verifier_for(t: Transition, initial_records: list[dict]) -> tuple[str, dict[
     if stored and records:  # what the app keeps outlives a reload; the page's lists say what kind of change it was
         return records[0], stored[1], records[2]
     return stored or records or _shown_or_searched(t, typed)
+
+
+def _holds_typed(change: dict[str, Any], said: set[str]) -> bool:
+    return any(isinstance(v, str) and v.strip().casefold() in said for row in change.get("inserted", []) + [
+        u.get("row", {}) | {k: new for k, (_old, new) in u.get("changes", {}).items()} for u in change.get("updated", [])]
+        for v in row.values())
+
+
+def _replaced_row(table: str, change: dict[str, Any], said: set[str]) -> tuple[str, dict[str, Any], list[str]] | None:
+    """A record renamed by being made anew (one row gone, one row holding the typed name in its place): an update,
+    checked by the new row's typed values and the old row's values there being gone."""
+    c = change["counts"]
+    if not (c["inserted"] == 1 and c["deleted"] == 1 and not c["updated"]):
+        return None
+    new, old = change["inserted"][0], change["deleted"][0]
+    typed = {k: v for k, v in new.items() if isinstance(v, str) and v.strip().casefold() in said}
+    was = {k: old[k] for k in typed if old.get(k) not in (None, "", new[k])}
+    if not typed or not was:
+        return None
+    checks = [{"template": "row_exists", "params": {"table": table, "where": typed}},
+              {"template": "row_absent", "params": {"table": table, "where": was}}]
+    return "update", {"template": "all_of", "params": {"checks": checks}}, [str(v) for v in typed.values()]
 
 
 def _items_verifier(t: Transition) -> tuple[str, dict[str, Any], list[str]] | None:
@@ -732,6 +755,8 @@ def chain(first: Instance, second: Instance) -> Instance | None:
         return None
     if _dropped_on(second) & _dragged(first):  # the second drops onto the card the first took away: it lands elsewhere
         return None
+    if first.item and first.family.name in ("update", "delete") and normalise(first.item) == normalise(second.item):
+        return None  # the first renames or removes the record the second names: it is not there any more
     if not follows(first, second):
         return None
     req = _sentence(f"{_lower_first(first.request)}, then {_lower_first(second.request)}")

@@ -118,7 +118,11 @@ SCAN_JS = r"""(() => {
   const skipType = ty => ['hidden', 'submit', 'button', 'reset', 'image', 'file', 'range', 'color'].includes(ty);
   const isItem = el => !!el.closest('li, tr, [role=listitem], [role=row]') || !!el.closest('[draggable=true]');
   const fieldEls = all.filter(el => ['input', 'textarea', 'select'].includes(el.tagName.toLowerCase()) && !skipType((el.getAttribute('type') || 'text').toLowerCase()) && !el.disabled && !el.readOnly);
-  const buttons = all.filter(el => roleOf(el) === 'button' && !el.disabled);
+  // a form's buttons are kept when disabled too: a submit that waits for valid input is enabled once the
+  // fields are filled (the walk checks which one then is); loose and record buttons are only the enabled ones
+  const off = b => !!b.disabled || b.getAttribute('aria-disabled') === 'true';
+  const buttons = all.filter(el => roleOf(el) === 'button');
+  const press = b => ({name: nameOf(b), target: target(b), ...(off(b) ? {disabled: true} : {})});
   const groups = [], claimed = new Set();
   [...document.querySelectorAll('form')].filter(vis).forEach(form => {
     const fs = fieldEls.filter(el => el.form === form || form.contains(el));
@@ -127,7 +131,7 @@ SCAN_JS = r"""(() => {
     if (!fs.length) return;  // a form that is only buttons (Log out, "Yes, I'm sure"): its buttons are the page's
     fs.forEach(x => claimed.add(x)); bs.forEach(x => claimed.add(x));
     groups.push({kind: 'form', heading: heading(form) || realLabel(form) || squash(form.getAttribute('name')), fields: fs.map(fieldOf).filter(Boolean),
-      buttons: (submits.length ? submits : bs).map(b => ({name: nameOf(b), target: target(b)})).filter(b => b.target && b.name),
+      buttons: (submits.length ? submits : bs).map(press).filter(b => b.target && b.name),
       item: isItem(form)});
   });
   const loose = fieldEls.filter(el => !claimed.has(el) && !isItem(el) && !['checkbox', 'radio'].includes((el.getAttribute('type') || '').toLowerCase()));
@@ -137,27 +141,38 @@ SCAN_JS = r"""(() => {
     let box = el.parentElement, bs = [];
     for (let k = 0; box && k < 4; box = box.parentElement, k++) { bs = buttons.filter(b => !claimed.has(b) && box.contains(b) && !isItem(b)); if (bs.length) break; }
     if (!bs.length || !box) { done.add(el); const f = fieldOf(el); if (f && ['textbox', 'searchbox', 'combobox'].includes(f.role)) groups.push({kind: 'enter', heading: heading(el), fields: [f], buttons: [], item: false}); return; }
-    // its fields: the loose ones in the box, and the choices beside them (a plan's radios, a terms box)
-    const fs = fieldEls.filter(x => !claimed.has(x) && !done.has(x) && !isItem(x) && box.contains(x)); fs.forEach(x => { done.add(x); claimed.add(x); }); bs.forEach(b => claimed.add(b));
-    groups.push({kind: 'group', heading: heading(box), fields: fs.map(fieldOf).filter(Boolean), buttons: bs.map(b => ({name: nameOf(b), target: target(b)})).filter(b => b.target && b.name), item: false});
+    // a toolbar (a search box, Reload, Create; no <form>): a search filters as it is typed, and the buttons beside
+    // it act on the page, so each stays a page button too; the buttons of any other box are its fields'.
+    // Its fields: the loose ones in the box, and the choices beside them (a plan's radios, a terms box)
+    const fs = fieldEls.filter(x => !claimed.has(x) && !done.has(x) && !isItem(x) && box.contains(x)); fs.forEach(x => { done.add(x); claimed.add(x); });
+    const searching = fs.length === 1 && (fs[0].type === 'search' || /search|filter|find/i.test(realLabel(fs[0]) + ' ' + (fs[0].placeholder || '') + ' ' + (fs[0].name || '')));
+    if (!searching || bs.length === 1) bs.forEach(b => claimed.add(b));
+    groups.push({kind: 'group', heading: heading(box), fields: fs.map(fieldOf).filter(Boolean), buttons: bs.map(press).filter(b => b.target && b.name), item: false});
   });
-  // controls on records: checkboxes and buttons inside list items / rows / cards
-  const itemOf = el => el.closest('li, tr, [role=listitem], [role=row], [draggable=true]');
+  const like = el => el.tagName + '.' + [...el.classList].sort().join('.');
+  const cls = el => typeof el.className === 'string' ? el.className : '';
+  // controls on records: checkboxes and buttons inside list items / rows / cards. A card is a box classed so
+  // (a component library's Card) that repeats beside its like siblings: one of a list of records, not a panel
+  const cardOf = el => { for (let up = el.parentElement; up && up !== document.body; up = up.parentElement)
+    if (/card/i.test(cls(up)) && up.parentElement && [...up.parentElement.children].filter(s => s !== up && like(s) === like(up)).length) return up;
+    return null; };
+  const itemOf = el => el.closest('li, tr, [role=listitem], [role=row], [draggable=true]') || cardOf(el);
   const itemText = it => { const c = it.cloneNode(true); c.querySelectorAll('button, input, select, textarea, [role=button]').forEach(x => x.remove()); return text(c).slice(0, 80); };
-  const onItems = all.filter(el => itemOf(el) && !claimed.has(el) && (roleOf(el) === 'checkbox' || roleOf(el) === 'switch' || roleOf(el) === 'button') && !el.disabled)
-    .map(el => ({target: target(el), role: roleOf(el), name: nameOf(el), item: itemText(itemOf(el))})).filter(c => c.target && c.item);
+  // a card is named by its heading when it has one (its other lines are details: "Direction: MINIMIZE")
+  const itemName = it => { const h = !it.matches('li, tr, [role=listitem], [role=row], [draggable=true]') && it.querySelector('h1, h2, h3, h4, h5, h6, [role=heading]');
+    return h && text(h) ? text(h).slice(0, 80) : itemText(it); };
+  const onItems = all.filter(el => itemOf(el) && !claimed.has(el) && (roleOf(el) === 'checkbox' || roleOf(el) === 'switch' || roleOf(el) === 'button') && !off(el))
+    .map(el => ({target: target(el), role: roleOf(el), name: nameOf(el), item: itemName(itemOf(el))})).filter(c => c.target && c.item);
   // loose buttons (not in a form or a record): actions on the page itself
   // and choices of a listbox a script answers (swatches, role=option): pressed like buttons
   const choices = all.filter(el => roleOf(el) === 'option' && el.closest('[role=listbox]') && el.getAttribute('aria-disabled') !== 'true' && !el.closest('[draggable], [aria-dropeffect]') && !el.querySelector('[draggable]'));  // a sortable's items are options too: they are dragged, not pressed
-  const pageButtons = buttons.concat(choices).filter(b => !claimed.has(b) && !itemOf(b)).map(b => ({name: nameOf(b), target: target(b)})).filter(b => b.target && b.name);
+  const pageButtons = buttons.filter(b => !off(b)).concat(choices).filter(b => !claimed.has(b) && !itemOf(b)).map(b => ({name: nameOf(b), target: target(b)})).filter(b => b.target && b.name);
   // drag: HTML5 draggables, and cards of lists that drag libraries move (siblings alike inside like containers)
   let cards = [...document.querySelectorAll('[draggable=true]')].filter(vis);
   cards = cards.filter(c => !cards.some(o => o !== c && o.contains(c)));  // a draggable inside a draggable card is part of it
   // a draggable part (a handle, a label) alone in a list item: the item is the card
   cards = [...new Set(cards.map(c => { const it = c.parentElement && c.parentElement.closest('li, [role=option], [role=listitem]');
     return it && it !== c && it.querySelectorAll('[draggable=true]').length === 1 ? it : c; }))];
-  const like = el => el.tagName + '.' + [...el.classList].sort().join('.');
-  const cls = el => typeof el.className === 'string' ? el.className : '';
   if (!cards.length) {  // mouse-driven drag libraries: cards of like containers, named like cards
     const card = /item|card|task|ticket|note/i, notCard = /board|header|title|column|list|container|lane|drag-?zone|wrapper|footer|btn|button/i;
     cards = [...document.querySelectorAll('body *')].filter(el => vis(el) && card.test(cls(el)) && !notCard.test(cls(el)) && el.parentElement

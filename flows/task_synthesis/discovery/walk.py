@@ -9,6 +9,7 @@ recorded path replays unchanged in the validation gate."""
 
 from __future__ import annotations
 
+import json
 import random
 import re
 import time
@@ -34,6 +35,7 @@ MAX_ALIKE_BUTTONS = 2  # page buttons named alike but for a value (a palette's s
 MAX_FORM_STEPS = 3  # groups walked in a row when a press reveals another (modals, a form's next page)
 MAX_WIZARD_STEPS = 6  # a wizard's steps walked in a row, each recorded as a step continuing the one before
 MAX_CHOICE_GROUPS = 2  # a wizard step's radio groups whose other options are tried, each from where the step starts
+ENABLE_POLLS, ENABLE_POLL_S = 12, 0.25  # how long a form's disabled submit is watched for turning on once its fields are typed
 MAKING_LINKS = re.compile(r"\b(add|new|create|compose|write|register)\b", re.I)
 ACCOUNT_LINKS = re.compile(r"log.?out|sign.?out|password|logout", re.I)  # would end or change the walk's session
 DELETING = re.compile(r"\b(delete|remove|trash)\b", re.I)
@@ -238,11 +240,13 @@ class DiscoveryWalk:
         choices: list[tuple[list[dict], Group, Transition | None]] = []  # (path, a wizard step's fields, the step before)
         while True:
             step_actions, step_slots, pressed = self._fill_and_submit(group, rng, len(actions), item, own=made_by is not None)
-            actions += step_actions
-            slots += step_slots
             if not self._do(step_actions[:-1]):
                 return first
             typed_state = self.state.read().manifest if step_slots and self.manifest.state.page_expression() else None
+            if any(b.get("disabled") for b in group.buttons):  # a submit that waits for the fields: typed, see which one is on
+                step_actions[-1:], pressed = self._enabled_submit(group, step_actions[-1:], pressed)
+            actions += step_actions
+            slots += step_slots
             if not self._do(step_actions[-1:]):
                 return first
             button = button or pressed
@@ -335,7 +339,7 @@ class DiscoveryWalk:
             actions.append(act)
         pressed = ""
         allowed = ("submit", "delete") if own else ("submit",)
-        buttons = [b for b in group.buttons if self.manifest.sensitive_kind(b["name"]) in (None, *allowed)]
+        buttons = [b for b in group.buttons if self.manifest.sensitive_kind(b["name"]) in (None, *allowed) and not b.get("disabled")]
         buttons.sort(key=lambda b: (bool(DECLINING.search(b["name"])), bool(LEAVING.search(b["name"]))))  # Cancel / Close last
         if buttons:
             pressed = buttons[0]["name"]
@@ -343,6 +347,25 @@ class DiscoveryWalk:
         else:
             actions.append({"action": "key", "keys": ["Enter"]})
         return actions, slots, pressed
+
+    def _enabled_submit(self, group: Group, press: list[dict], pressed: str) -> tuple[list[dict], str]:
+        """Once the fields are typed, the button of the group that was disabled and is enabled now is its submit
+        (a form that enables its submit when its input is valid); else the press chosen before."""
+        waiting = [b for b in group.buttons if b.get("disabled") and not DECLINING.search(b["name"])
+                   and self.manifest.sensitive_kind(b["name"]) in (None, "submit")]
+        ready = None
+        for _ in range(ENABLE_POLLS if waiting else 0):  # an app may check the input after a pause (a debounce)
+            try:
+                now = scan_page(self.driver)
+            except Exception:
+                break
+            on = {json.dumps(b["target"], sort_keys=True) for g in now.groups for b in g.buttons if not b.get("disabled")}
+            on |= {json.dumps(b["target"], sort_keys=True) for b in now.page_buttons}
+            ready = next((b for b in waiting if json.dumps(b["target"], sort_keys=True) in on), None)
+            if ready is not None:
+                return [{"action": "left_click", "target": ready["target"]}], ready["name"]
+            time.sleep(ENABLE_POLL_S)
+        return press, pressed
 
     def _listed(self) -> list[str]:
         """What the page lists now, what a person would search for: the names its records link by (a row's
@@ -505,9 +528,11 @@ class DiscoveryWalk:
         name = ctl["item"]
         if made_by is not None:  # the record by the name it was typed with, not all its card says (nor a choice)
             name = next((v for v in _made_values(made_by, typed_only=True) if v.casefold() in name.casefold()), name)
+        if DELETING.search(ctl["name"]) and ctl["role"] == "button":  # a delete that may ask to confirm (a dialog)
+            return self._delete_step(path, lead, {"name": ctl["name"], "target": ctl["target"]}, page, name, made_by, set(before))
         t = self._simple("item", path, lead + [act], page, item=name, control={"role": ctl["role"], "name": ctl["name"]},
                          made_by=made_by)
-        if t is None or t.diff or self._late():
+        if t is None or self._late() or (t.diff and not _view_only(t.diff)):
             return t
         fresh = [g for g in scan_page(self.driver).groups if not g.item and _name_shape(g.signature()) not in self._page_groups]
         if fresh:  # the press opened the record's editor (an Edit link, a pencil): fill it in instead
@@ -776,6 +801,12 @@ def _in_place_texts(scan: PageScan) -> list[FieldInfo]:
         last[f.record or f"#{id(f)}"] = f
     first = list(last.values())
     return (first + [f for f in texts if f not in first])[:MAX_IN_PLACE]
+
+
+def _view_only(diff: StateDiff) -> bool:
+    """Only the page's lists changed, not what the app keeps (its database, storage, the manifest's state): a
+    press that opened a dialog or an editor."""
+    return not (diff.db or diff.storage or diff.manifest)
 
 
 def _name_shape(name: str) -> str:
