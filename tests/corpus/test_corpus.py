@@ -37,8 +37,8 @@ CI_TOO_SLOW = {"radicale": "meets the bar (30 of 30 verified, 4 families, 40% mu
                            "gated run costs ~17 CPU-s per pair, ~10 min of CI",
                "django-admin": "meets the bar (25 of 30 verified, 4 families, 44% multi-step in bench/foreign.py) but its "
                                "gated run costs ~20 CPU-s per pair, ~17 min of CI",
-               "optuna-dashboard": "meets the bar (23 of 30 verified, 4 families, 30% multi-step in bench/foreign.py) but its "
-                                   "run costs ~15 CPU-s per pair (340 CPU-s, 48 min wall at load ~16), over CI's ~4 min",
+               "optuna-dashboard": "meets the bar (30 of 32 verified, 4 families, 33% multi-step in bench/foreign.py) but its "
+                                   "run costs ~11 CPU-s per pair (~320 CPU-s, 28 min wall at load 6-13), over CI's ~4 min",
                "gentelella": "meets the bar (34 of 34 verified, 4 families, 44% multi-step in bench/foreign.py) but its "
                              "gated run costs ~300 CPU-s (~9 per pair; 709 s wall at load 3-8), over the ~4 min a corpus app may add to CI"}
 # Synthesis and exploration sizes for CI (bench/foreign.py runs the full sizes).
