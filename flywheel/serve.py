@@ -9,6 +9,7 @@ deployments on many machines.
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import os
 import sys
@@ -124,16 +125,23 @@ def build_deployments(specs: list[DeploymentSpec], root: Path = REPO) -> tuple[l
 
 
 def _serve_specs(specs: list[DeploymentSpec], root: Path, api_url: str, limit: int) -> int:
-    import prefect
-
     deployments, names, skipped = build_deployments(specs, root)
     for note in skipped:
         print(note, flush=True)
     if not deployments:
         print("no deployment to serve", file=sys.stderr)
         return 2
+    from prefect.exceptions import TerminationSignal
+    from prefect.runner import Runner
+
+    runner = Runner(limit=limit)
+    for deployment in deployments:  # registered with the API here, so a run triggered after the message finds it
+        runner.add_deployment(deployment, _sync=True)
     print(f"serving {len(deployments)} deployments: {', '.join(names)}", flush=True)
     print("trigger one from another terminal, e.g.:\n"
           f"  PREFECT_API_URL={api_url} prefect deployment run '{names[0]}' --watch", flush=True)
-    prefect.serve(*deployments, limit=limit, print_starting_message=False)
+    try:
+        asyncio.run(runner.start())
+    except TerminationSignal:
+        pass
     return 0
