@@ -72,10 +72,12 @@ from flows.failure_mining.features import (
     ENGINE,
     EVIDENCE_LEVELS,
     HOST,
+    REVISIT_WINDOW,
     SCROLLS,
     as_features,
     nxt,
     prev,
+    recurs,
 )
 from flows.failure_mining.side_effects import consented
 from sandboxes.actions import ACTION_NAMES
@@ -413,11 +415,85 @@ def _cycles(f: pl.LazyFrame) -> pl.LazyFrame:
     return f.filter(candidate & (pl.col("act") != "[]")).with_columns(period=period, cyc=cyc)
 
 
+def _reported_passes(f: pl.LazyFrame) -> pl.LazyFrame:
+    """Passes of a cycle the model reports failing, for sources without comparable screens: one row per
+    chain of issues of one turn each within REVISIT_WINDOW steps of the last, with at least one other turn
+    between two of them (A-B-A-B-A, A-B-C-A-B-C-A; back-to-back repeats only are exact_repeat's), 3+ issues
+    of which 2+ failed or were reported failed by the next turn's words while their effect was not
+    observed. Chains of the turns of one cycle overlap; they are merged into one finding."""
+    new_turn = ~nxt(pl.col("same_turn")).fill_null(False)
+    reported = (nxt(pl.col("said_failed")) & new_turn).fill_null(False)
+    unobserved = pl.col("unknown") | (~pl.col("same_next") & pl.col("changed").is_null())
+    t, h, row = pl.col("traj_no"), pl.col("act_h"), pl.col("row")
+    d = pl.col("_detours")  # turns so far that recur nowhere near: a pass of a cycle holds none of them
+    linked = (t == t.shift(1)) & (h == h.shift(1)) & (row - row.shift(1) <= REVISIT_WINDOW) & (d == d.shift(1))
+    chains = (
+        f.with_columns(_recurs=recurs())
+        .with_columns(
+            _bad=pl.col("failed") | (reported & unobserved),
+            _level=pl.when(pl.col("failed")).then(_rank_of("errors")).otherwise(_rank_of("reasoning")),
+            _detours=(~pl.col("_recurs")).cum_sum(),
+        )
+        .filter("_recurs")
+        .sort("traj_no", "act_h", "row")
+        .with_columns(_gap=pl.when(linked.fill_null(False)).then(row - row.shift(1)))
+        .with_columns(_chain=pl.col("_gap").is_null().cum_sum())
+        .group_by("_chain")
+        .agg(
+            pl.col("trajectory_id").first(),
+            pl.col("traj_no").first(),
+            n=pl.len(),
+            second=pl.col("step_index").sort().get(1, null_on_oob=True),
+            last_step=pl.col("step_index").max(),
+            interleaved=(pl.col("_gap") > 1).any(),
+            ineffective=pl.col("_bad").sum(),
+            level=pl.col("_level").filter(pl.col("_bad")).max(),
+            action=pl.col("act").first(),
+        )
+        .filter(
+            (pl.col("n") >= MIN_REPEATS) & pl.col("interleaved") & (pl.col("ineffective") >= MIN_INEFFECTIVE)
+        )
+        .sort("traj_no", "second")
+        .with_columns(_reach=pl.col("last_step").cum_max().over("traj_no"))
+    )
+    apart = pl.col("second") > pl.col("_reach").shift(1).over("traj_no") + 1  # null on a trajectory's first
+    return (
+        chains.with_columns(_merge=apart.fill_null(True).cum_sum())
+        .group_by("_merge")
+        .agg(
+            pl.col("trajectory_id").first(),
+            first_step=pl.col("second").min(),
+            last_step=pl.col("last_step").max(),
+            passes=pl.col("n").max(),
+            ineffective=pl.col("ineffective").sum(),
+            level=pl.col("level").max(),
+            action=pl.col("action").first().str.slice(0, _MAX_EVIDENCE_ACTION),
+        )
+    )
+
+
+def _rank_of(level: str) -> pl.Expr:
+    return pl.lit(_RANK[level], pl.Int8)
+
+
 @check
 def detect_short_cycles(f: pl.LazyFrame) -> pl.LazyFrame:
-    """A-B-A-B on the same screens: the agent goes round in a circle without getting anywhere."""
+    """A-B-A-B on the same screens: the agent goes round in a circle without getting anywhere; without
+    screens, a cycle whose passes the model reports failing (`_reported_passes`)."""
     cands = _cycles(f)
-    parts = []
+    passes = _reported_passes(f)
+    parts = [
+        _findings(
+            passes,
+            "loop",
+            "short_cycle",
+            pl.col("first_step"),
+            pl.col("last_step"),
+            {"passes": pl.col("passes"), "ineffective": pl.col("ineffective"), "action": pl.col("action")},
+            level=_level_name(pl.col("level")),
+            confidence=0.9,
+        )
+    ]
     for p in PERIODS:
         found = runs(cands, pl.col("cyc") & (pl.col("period") == p), level=pl.col("ev_rank").max())
         found = found.filter(pl.col("n") >= p)
@@ -489,17 +565,21 @@ def undecidable_no_progress(f: pl.LazyFrame) -> pl.LazyFrame:
 @check
 def detect_repeated_typing(f: pl.LazyFrame) -> pl.LazyFrame:
     """The same text typed into the same place again and again, across other steps."""
+    reported = (nxt(pl.col("said_failed")) & ~nxt(pl.col("same_turn"))).fill_null(False)
+    unobserved = pl.col("unknown") | (~pl.col("same_next") & pl.col("changed").is_null())
     found = (
-        f.filter((pl.col("action_name") == "type") & ~pl.col("targetless"))  # "the same place" must be known
+        f.with_columns(_bad=pl.col("failed") | _unchanged() | (reported & unobserved))
+        .filter((pl.col("action_name") == "type") & ~pl.col("targetless"))  # "the same place" must be known
         .group_by(key=pl.col("act_h") ^ pl.col("traj_no").hash())  # (trajectory, turn) as one integer
         .agg(
             pl.col("trajectory_id").first(),
             n=pl.len(),
             occasions=(~pl.col("is_repeat")).sum(),
+            ineffective=pl.col("_bad").sum(),
             steps=pl.col("step_index"),
             act=pl.col("act").first(),
         )
-        .filter((pl.col("n") >= 3) & (pl.col("occasions") >= 2))
+        .filter((pl.col("n") >= 3) & (pl.col("occasions") >= 2) & (pl.col("ineffective") >= MIN_INEFFECTIVE))
     )
     return _findings(
         found,

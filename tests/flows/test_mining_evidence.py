@@ -228,3 +228,58 @@ def test_the_next_turns_words_decide_a_repeated_click_by_element_too():
     stuck = [_said(accept, w) for w in words] + [_said(DONE, "The consent form is still showing.")]
     found = d.detect_exact_repeats(frame(("stuck", stuck)))
     assert found["evidence_level"].to_list() == ["reasoning"] and found["confidence"][0] > 0.9
+
+
+def test_a_cycle_of_turns_the_model_reports_failing_is_a_loop_without_screens():
+    """mining-5: tick the box, press Verify, tick the box, ... each pass reported failed (proxy-lite on a
+    CAPTCHA); the same cycle whose passes the model reports working is not one, nor is a turn tried again
+    after a detour through turns that never recur (accept, sign in, go back, accept)."""
+    tick, verify = click("I'm not a robot", "checkbox"), click("Verify")
+    failing = "The previous attempt to click it was not successful; the challenge is still present."
+    cycle = [_said(a, "Let me solve the challenge." if i == 0 else failing) for i, a in
+             enumerate([tick, verify] * 3)]
+    working = [_said(a, "Success - the next challenge is shown.") for a in [tick, verify] * 3]
+    accept, sign_in, back = click("Accept all"), click("Sign in", "link"), {"action": "go_back"}
+    detour = [_said(a, failing) for a in (accept, accept, sign_in, back, accept)]
+    steps = frame(
+        ("cycle", [*cycle, _said(DONE, failing)]),
+        ("working", [*working, _said(DONE, "Done.")]),
+        ("detour", [*detour, _said(DONE, "The page moved on.")]),
+    )
+    found = d.detect_short_cycles(steps)
+    assert reasons(found) == [("cycle", "loop", "short_cycle", 2, 5)]  # from the second pass to the last
+    assert found["evidence_level"][0] == "reasoning"
+    assert json.loads(found["evidence"][0])["passes"] == 3
+
+
+def test_agents_verdicts_on_their_last_step_are_read_as_failure_or_success():
+    """mining-5: "Failed - ..." (Browser-Use's evaluation of the previous goal), "failure The previous action
+    failed ..." (Notte), "was not successful" / "did not succeed" / "was not executed" (proxy-lite)."""
+    accept = click("Accept")
+    for verdict in (
+        "Failed - the banner is there.",
+        "failure The previous action failed because the selector was invalid.",
+        "The previous click on 'Accept' was not executed due to a page change.",
+        "The previous attempt did not succeed; we are on the same page.",
+    ):
+        stuck = [_said(accept, "Let me accept.")] + [_said(accept, verdict) for _ in range(3)]
+        found = d.detect_exact_repeats(frame(("stuck", [*stuck, _said(DONE, verdict)])))
+        assert found["evidence_level"].to_list() == ["reasoning"], verdict
+    worked = [_said(accept, "Let me accept.")] + [_said(accept, "Success - accepted.") for _ in range(3)]
+    assert d.detect_exact_repeats(frame(("fine", [*worked, _said(DONE, "Done.")]))).is_empty()
+
+
+def test_an_action_the_importer_could_not_map_repeats_by_its_name():
+    """mining-5: switch_tab() five times, each reported failed, is a loop though our action space has no
+    tab switch (an empty actions JSON, named by its `unmapped_action` format error); different unmapped
+    actions are not repeats of each other."""
+    def unmapped(name: str, words: str) -> dict:
+        row = _said(None, words)
+        return dict(row, format_error=f"unmapped_action: {name}(...)")
+
+    failing = "Failed - still on the blog page, not the dictionary."
+    tabs = [unmapped("switch_tab", "Let me switch tabs.")] + [unmapped("switch_tab", failing) for _ in range(4)]
+    mixed = [unmapped(n, failing) for n in ("switch_tab", "wait", "extract_content", "reload", "scrape")]
+    found = d.detect_exact_repeats(frame(("tabs", tabs + [_said(DONE, failing)]), ("mixed", mixed)))
+    assert reasons(found) == [("tabs", "loop", "exact_repeat", 1, 4)]
+    assert d.detect_format_errors(frame(("tabs", tabs))).is_empty()  # still not the agent's error
