@@ -817,8 +817,13 @@ def _last_index_where(cond: pl.Expr) -> pl.Expr:
 
 def _sens() -> pl.Expr:
     """The step's sensitive kind. A trajectory of one of our sandboxes (`sandbox` set) has a manifest, and
-    its sensitive list is the list (it overrides recognition); foreign ones are recognised (side_effects)."""
-    return pl.when((pl.col("sens_from") == "manifest") | pl.col("sandbox").is_null()).then(pl.col("sens"))
+    its sensitive list is the list (it overrides recognition); foreign ones are recognised (side_effects),
+    a control named only "Submit" or "Send" when the instruction asks for that kind of thing (the
+    instruction is searched on those few steps only)."""
+    generic = pl.col("sens_generic")
+    asked = consented(pl.col("sens"), pl.when(generic).then(pl.col("instruction")))
+    recognised = pl.col("sandbox").is_null() & (~generic | asked)
+    return pl.when((pl.col("sens_from") == "manifest") | recognised).then(pl.col("sens"))
 
 
 def _moved_on() -> pl.Expr:

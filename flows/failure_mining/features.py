@@ -20,8 +20,10 @@ Conventions the detectors rely on:
   action names as its target (the target's name, label or text; for a coordinate click, the control the
   model's own output said it was clicking, e.g. `Let me click "Add to cart"`), for side-effect recognition;
 - `sens` is the step's sensitive kind (see side_effects: the manifest's, else recognised from the target's
-  name, else from the URL it led to; null when the action failed) and `sens_from` what said so;
-- `same_turn`: the step belongs to the previous step's turn, a turn that plans a repeat (see `_turns`);
+  name and role, else from the URL it led to; null when the action failed), `sens_from` what said so and
+  `sens_generic` that it rests on a name such as "Submit" alone (the detectors ask the instruction);
+- `same_turn`: the step belongs to the previous step's turn, a turn that plans a repeat (see
+  `_with_model_words`), `same_words` its words are the previous step's but for the action line;
 - `said_failed`: the step's own raw output says the previous action did not work ("still showing", "didn't
   open", "try again"; English only): the model's report of an effect it saw, evidence level `reasoning`;
   `said_worked`: it says the previous action did what it meant ("Now I have 2 protons", "has been added")
@@ -38,7 +40,7 @@ from collections.abc import Callable
 
 import polars as pl
 
-from flows.failure_mining.side_effects import control_kind, effect_kind
+from flows.failure_mining.side_effects import control_kind, effect_kind, generic_name
 
 CLICKS = ("left_click", "double_click", "right_click", "middle_click", "triple_click", "tap")
 SCROLLS = ("scroll", "hscroll")
@@ -77,6 +79,7 @@ _UNMAPPED = "unmapped_action:"
 REVISIT_WINDOW = 4  # steps within which a turn issued again is one more pass at it (a cycle of up to 4 turns)
 ORIGIN = r"^([A-Za-z][A-Za-z0-9+.-]*://[^/?#]+)"
 HOST = r"^[A-Za-z][A-Za-z0-9+.-]*://([^/?#]+)"
+_TARGET_ROLE = r'"target"\s*:\s*\{[^}]*?"role"\s*:\s*"([^"]{1,40})"'
 _TARGET_NAME = r'"target"\s*:\s*\{[^}]*?"(?:name|label|text)"\s*:\s*"((?:[^"\\]|\\.){1,120})"'
 # ... or the purpose it gave for the click: `click the cart icon to add this iPad to the bag`.
 _SAID_PURPOSE = (
@@ -196,7 +199,8 @@ def _per_action(acts: pl.LazyFrame) -> pl.LazyFrame:
         .with_columns(
             has_call_user=contains_action("call_user"),
             has_terminate=contains_action("terminate"),
-            _target_kind=control_kind(pl.col("target_name")),
+            _target_kind=control_kind(pl.col("target_name"), pl.col("act").str.extract(_TARGET_ROLE, 1)),
+            _target_generic=generic_name(pl.col("target_name")),
         )
         .drop("act")
     )
@@ -310,9 +314,11 @@ def _with_model_words(features: pl.DataFrame) -> pl.DataFrame:
         planned=raw.str.contains("\n", literal=True) & raw.str.contains(_SAID_TIMES),
         words=raw.str.replace(r"\n[^\n]*\z", "").hash(),
         named=named,
-    ).with_columns(kind=control_kind(pl.col("named")))
+    ).with_columns(kind=control_kind(pl.col("named")), generic=generic_name(pl.col("named")))
     said = picked.join(said, on="h", how="left", maintain_order="left").with_columns(
-        named=pl.when(pl.col("click")).then("named"), kind=pl.when(pl.col("click")).then("kind")
+        named=pl.when(pl.col("click")).then("named"),
+        kind=pl.when(pl.col("click")).then("kind"),
+        generic=pl.when(pl.col("click")).then("generic"),
     )
     n = features.height
 
@@ -331,8 +337,11 @@ def _with_model_words(features: pl.DataFrame) -> pl.DataFrame:
         _named_kind=pl.when(pl.col("target_name").is_not_null())
         .then(pl.col("_target_kind"))
         .otherwise(spread("kind", pl.String, None)),
+        _named_generic=pl.when(pl.col("target_name").is_not_null())
+        .then(pl.col("_target_generic"))
+        .otherwise(spread("generic").fill_null(False)),
         target_name=pl.coalesce(pl.col("target_name"), spread("named", pl.String, None)),
-    ).drop("_target_kind")
+    ).drop("_target_kind", "_target_generic")
 
 
 def _per_value(values: pl.Series, kind: Callable[[pl.Expr], pl.Expr]) -> pl.Series:
@@ -346,8 +355,9 @@ def _per_value(values: pl.Series, kind: Callable[[pl.Expr], pl.Expr]) -> pl.Seri
 
 def _with_sensitive(features: pl.DataFrame) -> pl.DataFrame:
     """`sens` and `sens_from` (see the module docstring; `sens_from` is null where `sens` is)."""
-    named = pl.col("_named_kind")
     observed = nxt(pl.lit(_per_value(features["url"], effect_kind)))
+    generic = pl.col("_named_generic") & observed.is_null()  # a URL that shows the effect says more
+    named = pl.when(~pl.col("_named_generic") | generic).then(pl.col("_named_kind"))
     sens = pl.when(~pl.col("failed")).then(pl.coalesce(pl.col("sensitive"), named, observed))
     return features.with_columns(
         sens=sens,
@@ -358,7 +368,9 @@ def _with_sensitive(features: pl.DataFrame) -> pl.DataFrame:
         .when(named.is_not_null())
         .then(pl.lit("actions"))
         .otherwise(pl.lit("url")),
-    ).drop("_named_kind")
+        # the kind rests on a name that says only that a form is sent (side_effects.GENERIC_WORDS)
+        sens_generic=pl.col("sensitive").is_null() & named.is_not_null() & generic,
+    ).drop("_named_kind", "_named_generic")
 
 
 def _first_origin(features: pl.DataFrame) -> pl.Series:

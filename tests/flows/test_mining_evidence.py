@@ -6,7 +6,7 @@ import json
 import polars as pl
 
 from flows.failure_mining import detectors as d
-from tests.flows.test_mining import DONE, click, click_at, frame, reasons, step, undecided
+from tests.flows.test_mining import DONE, URL, click, click_at, frame, reasons, step, undecided
 
 BLIND = dict(tree=False, shot=False)
 
@@ -283,3 +283,38 @@ def test_an_action_the_importer_could_not_map_repeats_by_its_name():
     found = d.detect_exact_repeats(frame(("tabs", tabs + [_said(DONE, failing)]), ("mixed", mixed)))
     assert reasons(found) == [("tabs", "loop", "exact_repeat", 1, 4)]
     assert d.detect_format_errors(frame(("tabs", tabs))).is_empty()  # still not the agent's error
+
+
+def test_a_link_opens_a_flow_and_a_bare_submit_is_a_side_effect_only_when_asked_for_or_seen():
+    """mining-5: a link named Buy or Sign up opens the store's configurator or the sign-up form (commits
+    nothing); a link that adds to the cart may commit by itself. A control named only "Submit" is a search
+    as often as a sign-up: it counts when the instruction asks for a submission or the URL it led to shows
+    one; a name that says what it sends counts anyway."""
+
+    def one(action, instruction, then_url=URL):
+        return [dict(step(action, "s0", **BLIND), instruction=instruction),
+                dict(step(DONE, "s1", url=then_url, **BLIND), instruction=instruction)]
+
+    submit = click("submit")
+    steps = frame(
+        ("buy link", one(click("Buy", "link"), "Compare the prices of laptops")),
+        ("buy button", one(click("Buy now"), "Compare the prices of laptops")),
+        ("cart link", one(click("Add to cart", "link"), "Compare the prices of laptops")),
+        ("search", one(submit, "Find the release date of the film")),
+        ("asked", one(submit, "Submit a request for a renewal of my licence")),
+        ("seen", one(submit, "Find the release date", then_url="http://shop/order/confirmation?id=7")),
+        ("said", one(click_at(700, 800), "Find the release date")),
+        ("message", one(click("Send message"), "Find the release date")),
+    )
+    steps = steps.with_columns(
+        raw_output=pl.when(pl.col("trajectory_id") == "said").then(pl.lit('Let me click "Submit".'))
+    )
+    found = d.detect_side_effects(steps)
+    kinds = {r["trajectory_id"]: json.loads(r["evidence"])["sensitive"] for r in found.iter_rows(named=True)}
+    assert kinds == {
+        "buy button": "pay",
+        "cart link": "cart",
+        "asked": "send",
+        "seen": "confirm",
+        "message": "send",
+    }
