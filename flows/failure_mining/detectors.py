@@ -214,10 +214,13 @@ def _level_name(rank: pl.Expr) -> pl.Expr:
 
 def shared(f: pl.LazyFrame) -> pl.LazyFrame:
     """Columns several detectors read, added once (run_checks materialises them before every plan):
-    `again` (the turn repeats the previous one, `_again_expr`) and `hit_nothing` (`_click_hit_nothing_expr`)."""
+    `again` (the turn repeats the previous one, `_again_expr`), `hit_nothing` (`_click_hit_nothing_expr`)
+    and `sensitive_kind` (`_sensitive_kind_expr`)."""
     if "hit_nothing" in f.collect_schema().names():
         return f
-    return f.with_columns(again=_again_expr()).with_columns(hit_nothing=_click_hit_nothing_expr())
+    return f.with_columns(again=_again_expr(), sensitive_kind=_sensitive_kind_expr()).with_columns(
+        hit_nothing=_click_hit_nothing_expr()
+    )
 
 
 def runs(frame: pl.LazyFrame, flag: pl.Expr, **aggs: pl.Expr) -> pl.LazyFrame:
@@ -427,13 +430,26 @@ def _reported_passes(f: pl.LazyFrame) -> pl.LazyFrame:
     t, h, row = pl.col("traj_no"), pl.col("act_h"), pl.col("row")
     d = pl.col("_detours")  # turns so far that recur nowhere near: a pass of a cycle holds none of them
     linked = (t == t.shift(1)) & (h == h.shift(1)) & (row - row.shift(1) <= REVISIT_WINDOW) & (d == d.shift(1))
+    bad = (pl.col("failed") | reported) & unobserved
+    enough = (  # trajectories with too few bad steps are left out first, whole (the lags stay right)
+        f.filter(bad).group_by("traj_no").len().filter(pl.col("len") >= MIN_INEFFECTIVE).select("traj_no")
+    )
     chains = (
-        f.with_columns(_recurs=recurs())
-        .with_columns(
-            _bad=pl.col("failed") | (reported & unobserved),
+        f.select(
+            "trajectory_id",
+            "traj_no",
+            "row",
+            "step_index",
+            "act_h",
+            "act",
+            "unmapped",
+            "action_name",
+            _bad=bad,
             _level=pl.when(pl.col("failed")).then(_rank_of("errors")).otherwise(_rank_of("reasoning")),
-            _detours=(~pl.col("_recurs")).cum_sum(),
         )
+        .join(enough, on="traj_no", how="semi", maintain_order="left")
+        .with_columns(_recurs=recurs())
+        .with_columns(_detours=(~pl.col("_recurs")).cum_sum())
         .filter("_recurs")
         .sort("traj_no", "act_h", "row")
         .with_columns(_gap=pl.when(linked.fill_null(False)).then(row - row.shift(1)))
@@ -442,13 +458,13 @@ def _reported_passes(f: pl.LazyFrame) -> pl.LazyFrame:
         .agg(
             pl.col("trajectory_id").first(),
             pl.col("traj_no").first(),
+            action=pl.col("act").first(),
             n=pl.len(),
-            second=pl.col("step_index").sort().get(1, null_on_oob=True),
+            second=pl.col("step_index").get(1, null_on_oob=True),  # rows keep their order within a group
             last_step=pl.col("step_index").max(),
             interleaved=(pl.col("_gap") > 1).any(),
             ineffective=pl.col("_bad").sum(),
             level=pl.col("_level").filter(pl.col("_bad")).max(),
-            action=pl.col("act").first(),
         )
         .filter(
             (pl.col("n") >= MIN_REPEATS) & pl.col("interleaved") & (pl.col("ineffective") >= MIN_INEFFECTIVE)
@@ -816,6 +832,10 @@ def _last_index_where(cond: pl.Expr) -> pl.Expr:
 
 
 def _sens() -> pl.Expr:
+    return pl.col("sensitive_kind")
+
+
+def _sensitive_kind_expr() -> pl.Expr:
     """The step's sensitive kind. A trajectory of one of our sandboxes (`sandbox` set) has a manifest, and
     its sensitive list is the list (it overrides recognition); foreign ones are recognised (side_effects),
     a control named only "Submit" or "Send" when the instruction asks for that kind of thing (the
