@@ -121,6 +121,7 @@ NEAR_FACTOR = 0.85
 REAIM = 60  # grid points: a click re-aimed at a control the model says did not respond (tuned)
 SCROLL_FACTOR = 0.0  # from actions alone a scroll repeat is reading, never a loop: only screens can tell
 NO_PROGRESS_STEPS = 3
+MAX_DETOURS = 1  # turns that recur nowhere near, allowed between two passes of a cycle (a varying tile)
 PERIODS = (2, 3, 4)
 _MAX_EVIDENCE_ACTION = 300
 _OUT_OF_RANGE = r'"(?:x|y|x2|y2)"\s*:\s*(?:-\d|\d{4,}|\d+\.\d*[1-9])'
@@ -421,15 +422,17 @@ def _cycles(f: pl.LazyFrame) -> pl.LazyFrame:
 def _reported_passes(f: pl.LazyFrame) -> pl.LazyFrame:
     """Passes of a cycle the model reports failing, for sources without comparable screens: one row per
     chain of issues of one turn each within REVISIT_WINDOW steps of the last, with at least one other turn
-    between two of them (A-B-A-B-A, A-B-C-A-B-C-A; back-to-back repeats only are exact_repeat's), 3+ issues
-    of which 2+ failed or were reported failed by the next turn's words while their effect was not
-    observed. Chains of the turns of one cycle overlap; they are merged into one finding."""
+    between two of them (A-B-A-B-A, A-B-C-A-B-C-A; back-to-back repeats only are exact_repeat's) and at
+    most MAX_DETOURS turns that recur nowhere near (a pass may vary one turn: another CAPTCHA tile; a turn
+    tried again after a detour - accept, sign in, go back, accept - is a new approach), 3+ issues of which
+    2+ failed or were reported failed by the next turn's words while their effect was not observed. Chains
+    of the turns of one cycle overlap; they are merged into one finding."""
     new_turn = ~nxt(pl.col("same_turn")).fill_null(False)
     reported = (nxt(pl.col("said_failed")) & new_turn).fill_null(False)
     unobserved = pl.col("unknown") | (~pl.col("same_next") & pl.col("changed").is_null())
     t, h, row = pl.col("traj_no"), pl.col("act_h"), pl.col("row")
-    d = pl.col("_detours")  # turns so far that recur nowhere near: a pass of a cycle holds none of them
-    linked = (t == t.shift(1)) & (h == h.shift(1)) & (row - row.shift(1) <= REVISIT_WINDOW) & (d == d.shift(1))
+    d = pl.col("_detours")  # turns so far that recur nowhere near
+    linked = (t == t.shift(1)) & (h == h.shift(1)) & (row - row.shift(1) <= REVISIT_WINDOW) & (d - d.shift(1) <= MAX_DETOURS)
     bad = (pl.col("failed") | reported) & unobserved
     enough = (  # trajectories with too few bad steps are left out first, whole (the lags stay right)
         f.filter(bad).group_by("traj_no").len().filter(pl.col("len") >= MIN_INEFFECTIVE).select("traj_no")

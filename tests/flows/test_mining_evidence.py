@@ -232,24 +232,31 @@ def test_the_next_turns_words_decide_a_repeated_click_by_element_too():
 
 def test_a_cycle_of_turns_the_model_reports_failing_is_a_loop_without_screens():
     """mining-5: tick the box, press Verify, tick the box, ... each pass reported failed (proxy-lite on a
-    CAPTCHA); the same cycle whose passes the model reports working is not one, nor is a turn tried again
-    after a detour through turns that never recur (accept, sign in, go back, accept)."""
+    CAPTCHA), also when a pass varies one of its turns (another tile); the same cycle whose passes the model
+    reports working is not one, nor is a turn tried again after a detour through two turns that never recur
+    (accept, sign in, go back, accept)."""
     tick, verify = click("I'm not a robot", "checkbox"), click("Verify")
     failing = "The previous attempt to click it was not successful; the challenge is still present."
     cycle = [_said(a, "Let me solve the challenge." if i == 0 else failing) for i, a in
              enumerate([tick, verify] * 3)]
     working = [_said(a, "Success - the next challenge is shown.") for a in [tick, verify] * 3]
+    tiles = [click(f"Tile {i}", "checkbox") for i in range(3)]  # a pass may vary one turn: another tile
+    varying = [_said(a, failing) for i in range(3) for a in (tick, tiles[i], verify)]
     accept, sign_in, back = click("Accept all"), click("Sign in", "link"), {"action": "go_back"}
     detour = [_said(a, failing) for a in (accept, accept, sign_in, back, accept)]
     steps = frame(
         ("cycle", [*cycle, _said(DONE, failing)]),
+        ("varying", [*varying, _said(DONE, failing)]),
         ("working", [*working, _said(DONE, "Done.")]),
         ("detour", [*detour, _said(DONE, "The page moved on.")]),
     )
     found = d.detect_short_cycles(steps)
-    assert reasons(found) == [("cycle", "loop", "short_cycle", 2, 5)]  # from the second pass to the last
-    assert found["evidence_level"][0] == "reasoning"
-    assert json.loads(found["evidence"][0])["passes"] == 3
+    assert reasons(found) == [  # from the second pass to the last
+        ("cycle", "loop", "short_cycle", 2, 5),
+        ("varying", "loop", "short_cycle", 3, 8),
+    ]
+    assert found["evidence_level"].to_list() == ["reasoning", "reasoning"]
+    assert json.loads(found.sort("trajectory_id")["evidence"][0])["passes"] == 3
 
 
 def test_agents_verdicts_on_their_last_step_are_read_as_failure_or_success():
