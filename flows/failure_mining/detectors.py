@@ -292,7 +292,8 @@ def _repeat_runs(f: pl.LazyFrame) -> pl.LazyFrame:
     # attempt worked has 2 failed attempts, the original and the first repeat)
     ineffective = (attempt & (pl.col("failed") | _unchanged())) | ((attempt | ~again) & reported & unobserved)
     undecided = attempt & ~pl.col("failed") & unobserved & ~reported & ~pl.col("_worked")
-    level = pl.when(reported & unobserved).then(pl.lit(_RANK["reasoning"], pl.Int8)).otherwise("ev_rank")
+    # the strongest evidence wins: a repeat that failed (errors) and that the next turn reports failed too
+    level = pl.max_horizontal("ev_rank", pl.when(reported & unobserved).then(_rank_of("reasoning")))
     return (  # row-level values first, on the (few) member rows; the aggregations are then plain ones
         f.with_columns(_run=(~again).cum_sum())
         .filter(member)
