@@ -290,7 +290,9 @@ def _repeat_runs(f: pl.LazyFrame) -> pl.LazyFrame:
     unobserved = pl.col("unknown") | (~pl.col("same_next") & pl.col("changed").is_null())
     # the first attempt counts too when the next turn reports it failed (mining-4: a run of 3 whose last
     # attempt worked has 2 failed attempts, the original and the first repeat)
-    ineffective = (attempt & (pl.col("failed") | _unchanged())) | ((attempt | ~again) & reported & unobserved)
+    ineffective = (attempt & (pl.col("failed") | _unchanged() & ~pl.col("unmapped"))) | (
+        (attempt | ~again) & reported & unobserved
+    )
     undecided = attempt & ~pl.col("failed") & unobserved & ~reported & ~pl.col("_worked")
     # the strongest evidence wins: a repeat that failed (errors) and that the next turn reports failed too
     level = pl.max_horizontal("ev_rank", pl.when(reported & unobserved).then(_rank_of("reasoning")))
@@ -313,7 +315,7 @@ def _repeat_runs(f: pl.LazyFrame) -> pl.LazyFrame:
             last_step=pl.col("step_index").max(),
             n=pl.col("_attempt").sum() + 1,  # turns: the original and the repeats in turns of their own
             exact=pl.col("_exact").all(),
-            scrolling=pl.col("action_name").first().is_in(SCROLLS),
+            scrolling=pl.col("action_name").first().is_in(SCROLLS) | pl.col("unmapped").first(),
             ineffective=pl.col("_ineffective").sum(),
             undecided=pl.col("_undecided").sum(),
             level=pl.col("_level").max(),

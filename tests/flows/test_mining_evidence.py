@@ -279,7 +279,7 @@ def test_agents_verdicts_on_their_last_step_are_read_as_failure_or_success():
 def test_an_action_the_importer_could_not_map_repeats_by_its_name():
     """mining-5: switch_tab() five times, each reported failed, is a loop though our action space has no
     tab switch (an empty actions JSON, named by its `unmapped_action` format error); different unmapped
-    actions are not repeats of each other."""
+    actions are not repeats of each other, and an unchanged screen or the actions alone do not decide."""
     def unmapped(name: str, words: str) -> dict:
         row = _said(None, words)
         return dict(row, format_error=f"unmapped_action: {name}(...)")
@@ -290,6 +290,12 @@ def test_an_action_the_importer_could_not_map_repeats_by_its_name():
     found = d.detect_exact_repeats(frame(("tabs", tabs + [_said(DONE, failing)]), ("mixed", mixed)))
     assert reasons(found) == [("tabs", "loop", "exact_repeat", 1, 4)]
     assert d.detect_format_errors(frame(("tabs", tabs))).is_empty()  # still not the agent's error
+    # what an unmapped action does is unknown: waiting while a page loads leaves the screen as it was, and
+    # from actions alone repeating it says nothing; only the model's words or errors can tell
+    waits = [dict(step(None, "s0"), format_error="unmapped_action: wait(...)") for _ in range(4)]
+    blind = [dict(w, ui_tree_sha=None, screenshot_sha=None) for w in waits]
+    steps = frame(("same screen", [*waits, step(DONE, "s1")]), ("blind", [*blind, step(DONE, "s1", **BLIND)]))
+    assert d.detect_exact_repeats(steps).is_empty()
 
 
 def test_a_link_opens_a_flow_and_a_bare_submit_is_a_side_effect_only_when_asked_for_or_seen():
