@@ -17,14 +17,19 @@ loop / exact_repeat
 loop / short_cycle
     a period 2-4 cycle over (turn, screen): for p consecutive steps the turn and the screen it was taken on
     equal those p steps earlier (A-B-A-B on the same screens). Smallest period wins; period 1 is
-    exact_repeat's.
+    exact_repeat's. Without comparable screens, a cycle of 2-4 turns whose passes the model reports
+    failing: a turn issued 3+ times, each within 4 steps of the last with other turns between (tick the
+    box, press Verify, tick the box, ...), 2+ of its issues failed or reported failed by the next turn's
+    words (`_reported_passes`). An action the importer could not map repeats by its name (a tab switch),
+    but only the model's words or errors decide whether repeating it was a loop.
 loop / no_progress
     3+ consecutive steps whose actions all left the screen unchanged (call_user and terminate break the
     streak: asking and stopping are not attempts to change the screen; so does a click that hit nothing,
     which is a bad_args finding of its own).
 loop / repeated_typing
     the same type action (same target and text) issued on 3+ steps of a trajectory, not all in one
-    consecutive run (a single run is exact_repeat's). The range runs from the second issue to the last.
+    consecutive run (a single run is exact_repeat's), 2+ of them ineffective (failed, the screen unchanged,
+    or the next turn's words say it did not take). The range runs from the second issue to the last.
     Only typing into a named target counts: the same zip code typed into whatever had focus on three
     different pages is three searches, not a loop.
 bad_args / format_error, schema_invalid, coords_out_of_range
