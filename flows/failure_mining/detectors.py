@@ -125,6 +125,12 @@ NEAR = 16  # grid points (of 0..999) within which two coordinate clicks aim at t
 NEAR_FACTOR = 0.85
 REAIM = 60  # grid points: a click re-aimed at a control the model says did not respond (tuned)
 SCROLL_FACTOR = 0.0  # from actions alone a scroll repeat is reading, never a loop: only screens can tell
+# ... as is pressing a control that steps (a list's Next, a calendar's next month, a counter's +): how one
+# pages through results or moves a date on; only screens, errors or the model's words can tell it did nothing
+_STEPPING = (
+    r"(?i)^\W*(?:next|previous|prev|more|load more|show more|see more|next page|next month|previous month|"
+    r"forward|back|increase|decrease|\+|-|›|»|‹|«|>|<|weiter|zurück|suivant|précédent|siguiente|anterior)\W*$"
+)
 NO_PROGRESS_STEPS = 3
 MAX_DETOURS = 1  # turns that recur nowhere near, allowed between two passes of a cycle (a varying tile)
 PERIODS = (2, 3, 4)
@@ -320,7 +326,9 @@ def _repeat_runs(f: pl.LazyFrame) -> pl.LazyFrame:
             last_step=pl.col("step_index").max(),
             n=pl.col("_attempt").sum() + 1,  # turns: the original and the repeats in turns of their own
             exact=pl.col("_exact").all(),
-            scrolling=pl.col("action_name").first().is_in(SCROLLS) | pl.col("unmapped").first(),
+            scrolling=pl.col("action_name").first().is_in(SCROLLS)
+            | pl.col("unmapped").first()
+            | pl.col("target_name").first().str.contains(_STEPPING).fill_null(False),
             ineffective=pl.col("_ineffective").sum(),
             undecided=pl.col("_undecided").sum(),
             level=pl.col("_level").max(),
@@ -337,7 +345,8 @@ def _loop_confidence() -> pl.Expr:
     confirm it; repeats proven effective clear it (pressing "next" on a list). From actions alone the
     confidence grows with the run's length (3 turns 0.75, 4 turns 0.9, 5+ 0.95), less for near-identical
     clicks (x0.85); a scroll repeated by the same amount is how one reads a long page, so from actions
-    alone it is never a loop (undecidable until a screenshot shows the page did not move)."""
+    alone it is never a loop (undecidable until a screenshot shows the page did not move); so are a
+    stepping control pressed again (`_STEPPING`: Next, More, +) and an action the importer could not map."""
     from_actions = (
         (pl.col("n") * 0.15 + 0.3).clip(upper_bound=0.95)
         * pl.when(pl.col("exact")).then(1.0).otherwise(NEAR_FACTOR)

@@ -331,3 +331,20 @@ def test_a_link_opens_a_flow_and_a_bare_submit_is_a_side_effect_only_when_asked_
         "seen": "confirm",
         "message": "send",
     }
+
+
+def test_a_stepping_control_pressed_again_is_no_loop_from_actions_alone():
+    """mining-5: Next, a calendar's next month, a counter's + pressed 5 times is paging or stepping; from
+    actions alone it is undecidable (like scrolling), a loop only when the model says it did nothing."""
+    def pressed(name: str, words: str | None = None) -> list[dict]:
+        rows = [dict(step(click(name), "s", **BLIND), raw_output=words) for _ in range(5)]
+        return [*rows, dict(step(DONE, "s", **BLIND), raw_output=words)]
+
+    steps = frame(
+        ("next", pressed("Next month")),
+        ("plus", pressed("+")),
+        ("stuck", pressed("Next", "The calendar still shows March.")),
+        ("other", pressed("Accept")),
+    )
+    assert sorted(d.detect_exact_repeats(steps)["trajectory_id"].to_list()) == ["other", "stuck"]
+    assert undecided(steps.filter(pl.col("trajectory_id").is_in(["next", "plus"])))["exact_repeat"] == 2
