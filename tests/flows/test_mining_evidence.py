@@ -348,3 +348,14 @@ def test_a_stepping_control_pressed_again_is_no_loop_from_actions_alone():
     )
     assert sorted(d.detect_exact_repeats(steps)["trajectory_id"].to_list()) == ["other", "stuck"]
     assert undecided(steps.filter(pl.col("trajectory_id").is_in(["next", "plus"])))["exact_repeat"] == 2
+
+
+def test_a_failed_repeat_the_model_also_reports_failed_rests_on_the_errors():
+    """The strongest evidence names the finding: the harness said the clicks failed, the words agree."""
+    link = click("Orders", "link")
+    tries = [_said(link, "Let me open the orders.")] + [
+        dict(_said(link, "failure The previous action failed."), ok=False, error="left_click: no such element")
+        for _ in range(3)
+    ]
+    found = d.detect_exact_repeats(frame(("t", [*tries, _said(DONE, "failure The previous action failed.")])))
+    assert found["evidence_level"].to_list() == ["errors"]
