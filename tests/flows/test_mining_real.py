@@ -460,10 +460,12 @@ def test_on_the_blind_webarena_set_the_miner_beats_the_baselines():
     result = evaluate_set(
         known_set_data("webarena_colorbrowser"), KNOWN_SETS["webarena_colorbrowser"][2], split=False
     )
-    assert (result["trajectories"], result["labels"]["loop"], result["labels"]["side_effect"]) == (
+    labels = result["labels"]
+    assert (result["trajectories"], result["steps"], labels["loop"], labels["side_effect"]) == (
         274,
+        2410,
         19,
-        128,
+        127,
     )
     loop = result["kinds"]["loop"]
     assert loop["f1"] > result["baselines"]["loop: same action 3x in a row"]["f1"]
