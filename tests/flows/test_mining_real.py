@@ -441,14 +441,14 @@ def test_webarena_step_dumps_become_steps_the_importer_reads_with_targets_words_
     assert sorted(unmapped) == ["unmapped_action: empty_action(...)"] * 3 + ["unmapped_action: hover(...)"]
 
 
-def test_the_third_sets_labels_name_only_sampled_runs_and_steps_they_have():
+def test_the_third_sets_labels_name_only_sampled_runs():
     from flows.failure_mining.webarena_colorbrowser_set import in_sample
 
     labels = [json.loads(line) for line in KNOWN_SETS["webarena_colorbrowser"][2].read_text().splitlines()]
     assert all(in_sample(rec["task_id"]) for rec in labels)
-    assert len({rec["task_id"] for rec in labels}) == 274
+    assert len({rec["task_id"] for rec in labels}) == 536
     kinds = [rec["kind"] for rec in labels]
-    assert (kinds.count("loop"), kinds.count("side_effect")) == (19, 127)
+    assert (kinds.count("loop"), kinds.count("side_effect")) == (33, 258)
     assert all(0 <= rec["step"] <= rec["last_step"] for rec in labels if rec["kind"])
 
 
@@ -462,10 +462,10 @@ def test_on_the_blind_webarena_set_the_miner_beats_the_baselines():
     )
     labels = result["labels"]
     assert (result["trajectories"], result["steps"], labels["loop"], labels["side_effect"]) == (
-        274,
-        2410,
-        19,
-        127,
+        536,
+        4718,
+        33,
+        258,
     )
     loop = result["kinds"]["loop"]
     assert loop["f1"] > result["baselines"]["loop: same action 3x in a row"]["f1"]
