@@ -5,8 +5,8 @@ keeps BrowserGym's experiment-loop dumps of GPT-5 on the 812 WebArena tasks: per
 (`n_steps`, the reward, the error that ended the run) and per step a `steps_info_<n>.json` whose `obs` holds
 the goal, the open pages' URLs, the flattened accessibility tree (`[431] link 'Bestsellers'`) and the last
 action's error, and whose `action` is the model's output: a `<think>` block, then an `<action>` block with one
-BrowserGym call in backquotes. `build_webarena_colorbrowser_set` writes the labelled sample as BrowserGym steps
-the importer reads unchanged: `action` (the call), `think`, `url` (the active page), `axtree_txt` (that step's
+BrowserGym call in backquotes. `build_webarena_colorbrowser_set` writes the runs as BrowserGym steps the importer
+reads unchanged: `action` (the call), `think`, `url` (the active page), `axtree_txt` (that step's
 tree, which names the target) and `error` - the error the *next* observation reports, which is this action's.
 The dump after the last executed action (step `n_steps`) holds an action the loop never ran; it is left out,
 so step `i` here is `steps_info_<i>.json`. An empty output (the harness's "Received an empty action") is kept
@@ -15,10 +15,10 @@ as a call the importer marks unmapped, so the step count and the labels' indices
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -32,18 +32,11 @@ _THINK = re.compile(r"<think>\s*(.*?)\s*(?:</think>|<action>|$)", re.S)
 EMPTY = "empty_action()"  # not a BrowserGym call: the importer keeps it as an unmapped step
 
 
-SAMPLES = (0, 1)  # the labelled thirds: residue 0 labelled first, residue 1 after it was committed
-
-
-def in_sample(task_id: str) -> bool:
-    """The labelled two thirds of the tasks, fixed by the sha256 of the task id ("webarena/task_12")."""
-    return int(hashlib.sha256(task_id.encode()).hexdigest(), 16) % 3 in SAMPLES
-
-
 def build_webarena_colorbrowser_set(
-    git_dir: str | Path, out: str | Path, commit: str = "HEAD", sample=in_sample
+    git_dir: str | Path, out: str | Path, commit: str = "HEAD", sample: Callable[[str], bool] | None = None
 ) -> int:
-    """data.jsonl from a snapshot of MadeAgents/browser-agent (the tasks `sample` keeps); returns the count."""
+    """data.jsonl from a snapshot of MadeAgents/browser-agent (every task, or those `sample` keeps by task id);
+    returns the count. Runs with no executed step (the browser never started) are left out."""
     git = ["git", f"--git-dir={git_dir}"]
     sha = subprocess.run(
         [*git, "rev-parse", commit], capture_output=True, text=True, check=True
@@ -60,7 +53,7 @@ def build_webarena_colorbrowser_set(
         lines = []
         for number in sorted(tasks):
             task_id = f"webarena/task_{number}"
-            if not sample(task_id):
+            if sample is not None and not sample(task_id):
                 continue
             summary = _dict(blobs.json(f"{RESULTS}/task_{number}/summary_info.json"))
             dumps = [_dict(blobs.json(tasks[number][i])) for i in sorted(tasks[number])]

@@ -409,13 +409,13 @@ def _webarena_repo(tmp_path: Path) -> Path:
 
 def test_webarena_step_dumps_become_steps_the_importer_reads_with_targets_words_and_errors(tmp_path):
     from flows.failure_mining.real_eval import load_set
-    from flows.failure_mining.webarena_colorbrowser_set import build_webarena_colorbrowser_set, in_sample
+    from flows.failure_mining.webarena_colorbrowser_set import build_webarena_colorbrowser_set
 
-    assert [in_sample(f"webarena/task_{n}") for n in (3, 4)] == [True, False]  # the fixed third
     repo = _webarena_repo(tmp_path)
-    assert build_webarena_colorbrowser_set(repo, tmp_path / "sample.jsonl") == 1
+    some = tmp_path / "some.jsonl"
+    assert build_webarena_colorbrowser_set(repo, some, sample=lambda task_id: task_id.endswith("_3")) == 1
     out = tmp_path / "data.jsonl"
-    assert build_webarena_colorbrowser_set(repo, out, sample=lambda task_id: True) == 3
+    assert build_webarena_colorbrowser_set(repo, out) == 3
     records = {r["task_id"]: r for r in map(json.loads, out.read_text().splitlines())}
     assert [s["action"] for s in records["webarena/task_5"]["steps"]] == ["empty_action()"] * 2
     run = records["webarena/task_3"]
@@ -441,14 +441,12 @@ def test_webarena_step_dumps_become_steps_the_importer_reads_with_targets_words_
     assert sorted(unmapped) == ["unmapped_action: empty_action(...)"] * 3 + ["unmapped_action: hover(...)"]
 
 
-def test_the_third_sets_labels_name_only_sampled_runs():
-    from flows.failure_mining.webarena_colorbrowser_set import in_sample
-
+def test_the_third_sets_labels_cover_every_run_once_with_steps_in_order():
     labels = [json.loads(line) for line in KNOWN_SETS["webarena_colorbrowser"][2].read_text().splitlines()]
-    assert all(in_sample(rec["task_id"]) for rec in labels)
-    assert len({rec["task_id"] for rec in labels}) == 536
+    assert all(rec["task_id"].startswith("webarena/task_") for rec in labels)
+    assert len({rec["task_id"] for rec in labels}) == 809  # the 812 tasks but 3 whose browser never started
     kinds = [rec["kind"] for rec in labels]
-    assert (kinds.count("loop"), kinds.count("side_effect")) == (33, 258)
+    assert (kinds.count("loop"), kinds.count("side_effect")) == (50, 373)
     assert all(0 <= rec["step"] <= rec["last_step"] for rec in labels if rec["kind"])
 
 
@@ -462,10 +460,10 @@ def test_on_the_blind_webarena_set_the_miner_beats_the_baselines():
     )
     labels = result["labels"]
     assert (result["trajectories"], result["steps"], labels["loop"], labels["side_effect"]) == (
-        536,
-        4718,
-        33,
-        258,
+        809,
+        6999,
+        50,
+        373,
     )
     loop = result["kinds"]["loop"]
     assert loop["f1"] > result["baselines"]["loop: same action 3x in a row"]["f1"]
