@@ -446,7 +446,7 @@ def test_the_third_sets_labels_cover_every_run_once_with_steps_in_order():
     assert all(rec["task_id"].startswith("webarena/task_") for rec in labels)
     assert len({rec["task_id"] for rec in labels}) == 809  # the 812 tasks but 3 whose browser never started
     kinds = [rec["kind"] for rec in labels]
-    assert (kinds.count("loop"), kinds.count("side_effect")) == (69, 373)
+    assert (kinds.count("loop"), kinds.count("side_effect")) == (69, 376)
     assert all(0 <= rec["step"] <= rec["last_step"] for rec in labels if rec["kind"])
 
 
@@ -463,7 +463,7 @@ def test_on_the_blind_webarena_set_the_miner_beats_the_baselines():
         809,
         6999,
         69,
-        373,
+        376,
     )
     loop = result["kinds"]["loop"]
     assert loop["f1"] > result["baselines"]["loop: same action 3x in a row"]["f1"]
