@@ -54,6 +54,12 @@ KNOWN_SETS = {
         EVAL_DATA / "operator_evals_run2_labels.jsonl",
         False,
     ),
+    "webarena_colorbrowser": (  # WEBARENA_COLORBROWSER.md; another agent and harness, labelled blind, never tuned on
+        "FLYWHEEL_MINING_EVAL_WEBARENA",
+        "webarena_colorbrowser",
+        EVAL_DATA / "webarena_colorbrowser_labels.jsonl",
+        False,
+    ),
 }
 HALVES = ("tune", "held_out")
 
