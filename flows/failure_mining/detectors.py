@@ -284,21 +284,31 @@ def _again_expr() -> pl.Expr:
     return pl.col("is_repeat") | (near_click & (near | re_aimed)).fill_null(False)
 
 
+def _reported() -> pl.Expr:
+    """The next step's words say this step's action did not work, in a turn of their own (the steps of one
+    turn that plans its repeats saw nothing new)."""
+    return (nxt(pl.col("said_failed")) & ~nxt(pl.col("same_turn"))).fill_null(False)
+
+
+def _unobserved() -> pl.Expr:
+    """The step's effect is not observed: no comparable next screen, or no next step at all."""
+    return pl.col("unknown") | (~pl.col("same_next") & pl.col("changed").is_null())
+
+
 def _repeat_runs(f: pl.LazyFrame) -> pl.LazyFrame:
     """Runs of the same turn issued back to back, with how many repeats were provably ineffective, provably
     effective or of unknown effect, and the confidence that the run is a loop (see `_loop_confidence`)."""
     new_turn = ~nxt(pl.col("same_turn")).fill_null(False)  # the next step's words are a new observation
     f = f.with_columns(
         _again=_again(),
-        _reported=(nxt(pl.col("said_failed")) & new_turn).fill_null(False),
+        _reported=_reported(),
         _worked=(nxt(pl.col("said_worked")) & new_turn).fill_null(False),
     )
     again = pl.col("_again")
     member = again | nxt(again).fill_null(False)
     attempt = again & ~pl.col("same_turn")  # a repeat in a turn of its own; one turn's repeats are planned
     reported = pl.col("_reported")  # the next turn says this one did not work (read before rows are dropped)
-    # the effect is not observed: no comparable next screen, or no next step at all (the run ends on it)
-    unobserved = pl.col("unknown") | (~pl.col("same_next") & pl.col("changed").is_null())
+    unobserved = _unobserved()  # no comparable next screen, or no next step (the run ends on it)
     # the first attempt counts too when the next turn reports it failed (mining-4: a run of 3 whose last
     # attempt worked has 2 failed attempts, the original and the first repeat)
     ineffective = (attempt & (pl.col("failed") | _unchanged() & ~pl.col("unmapped"))) | (
@@ -444,13 +454,11 @@ def _reported_passes(f: pl.LazyFrame) -> pl.LazyFrame:
     tried again after a detour - accept, sign in, go back, accept - is a new approach), 3+ issues of which
     2+ failed or were reported failed by the next turn's words while their effect was not observed. Chains
     of the turns of one cycle overlap; they are merged into one finding."""
-    new_turn = ~nxt(pl.col("same_turn")).fill_null(False)
-    reported = (nxt(pl.col("said_failed")) & new_turn).fill_null(False)
-    unobserved = pl.col("unknown") | (~pl.col("same_next") & pl.col("changed").is_null())
     t, h, row = pl.col("traj_no"), pl.col("act_h"), pl.col("row")
     d = pl.col("_detours")  # turns so far that recur nowhere near
-    linked = (t == t.shift(1)) & (h == h.shift(1)) & (row - row.shift(1) <= REVISIT_WINDOW) & (d - d.shift(1) <= MAX_DETOURS)
-    bad = (pl.col("failed") | reported) & unobserved
+    near = (row - row.shift(1) <= REVISIT_WINDOW) & (d - d.shift(1) <= MAX_DETOURS)
+    linked = (t == t.shift(1)) & (h == h.shift(1)) & near
+    bad = (pl.col("failed") | _reported()) & _unobserved()
     enough = (  # trajectories with too few bad steps are left out first, whole (the lags stay right)
         f.filter(bad).group_by("traj_no").len().filter(pl.col("len") >= MIN_INEFFECTIVE).select("traj_no")
     )
@@ -601,10 +609,8 @@ def undecidable_no_progress(f: pl.LazyFrame) -> pl.LazyFrame:
 @check
 def detect_repeated_typing(f: pl.LazyFrame) -> pl.LazyFrame:
     """The same text typed into the same place again and again, across other steps."""
-    reported = (nxt(pl.col("said_failed")) & ~nxt(pl.col("same_turn"))).fill_null(False)
-    unobserved = pl.col("unknown") | (~pl.col("same_next") & pl.col("changed").is_null())
     found = (
-        f.with_columns(_bad=pl.col("failed") | _unchanged() | (reported & unobserved))
+        f.with_columns(_bad=pl.col("failed") | _unchanged() | (_reported() & _unobserved()))
         .filter((pl.col("action_name") == "type") & ~pl.col("targetless"))  # "the same place" must be known
         .group_by(key=pl.col("act_h") ^ pl.col("traj_no").hash())  # (trajectory, turn) as one integer
         .agg(

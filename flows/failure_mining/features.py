@@ -23,7 +23,7 @@ Conventions the detectors rely on:
   name and role, else from the URL it led to; null when the action failed), `sens_from` what said so and
   `sens_generic` that it rests on a name such as "Submit" alone (the detectors ask the instruction);
 - `same_turn`: the step belongs to the previous step's turn, a turn that plans a repeat (see
-  `_with_model_words`), `same_words` its words are the previous step's but for the action line;
+  `_with_model_words`);
 - `said_failed`: the step's own raw output says the previous action did not work ("still showing", "didn't
   open", "try again"; English only): the model's report of an effect it saw, evidence level `reasoning`;
   `said_worked`: it says the previous action did what it meant ("Now I have 2 protons", "has been added")
@@ -277,18 +277,16 @@ def recurs() -> pl.Expr:
 
 
 def _with_model_words(features: pl.DataFrame) -> pl.DataFrame:
-    """`said_failed`, `said_worked`, `same_words`, `same_turn`, and `target_name` for coordinate clicks from
+    """`said_failed`, `said_worked`, `same_turn`, and `target_name` for coordinate clicks from
     the model's words (with `_named_kind`, the sensitive kind of the final target name). Only the rows that
     can use them are searched - coordinate clicks, turns that recur within a few steps (`recurs`: a click by
     element, a typing, a tab switch: the loop detectors read what the next turn says of each) and the steps
     right after one - since raw outputs are the longest text of a step, and each distinct text once (a
     policy's outputs repeat).
 
-    `same_words`: the step's words are the previous step's, word for word but for their last line (the
-    action): one turn logged on each of its actions (ABP's harness), or a model that saw nothing new. Either
-    way they are no new observation of what the previous step did (see detectors._repeat_runs).
-    `same_turn`: such a step whose words name a count ("Let me click the plus button 4 times"): one turn
-    that plans its repeats, not new attempts. Words repeated without a count are not enough for that: on the
+    `same_turn`: the step's words are the previous step's, word for word but for their last line (the
+    action: ABP's harness logs a turn's thought on each of its actions), and name a count ("Let me click the
+    plus button 4 times"): one turn that plans its repeats, not new attempts. Words repeated without a count are not enough for that: on the
     ABP set three labelled loops are re-clicks whose thought the model repeated word for word ("Let me click
     the X button on the cookie banner more precisely" twice)."""
     click = pl.col("targetless") & pl.col("action_name").is_in(CLICKS)
@@ -330,7 +328,6 @@ def _with_model_words(features: pl.DataFrame) -> pl.DataFrame:
     words = spread("words", pl.UInt64, None)
     same_words = (features["same_prev"] & (words == words.shift(1))).fill_null(False)
     return features.with_columns(
-        same_words=same_words,
         same_turn=same_words & spread("planned").fill_null(False),
         said_failed=failed,
         said_worked=(worked & ~failed) | new,
