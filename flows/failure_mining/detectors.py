@@ -129,7 +129,8 @@ SCROLL_FACTOR = 0.0  # from actions alone a scroll repeat is reading, never a lo
 # pages through results or moves a date on; only screens, errors or the model's words can tell it did nothing
 _STEPPING = (
     r"(?i)^\W*(?:next|previous|prev|more|load more|show more|see more|next page|next month|previous month|"
-    r"forward|back|increase|decrease|\+|-|›|»|‹|«|>|<|weiter|zurück|suivant|précédent|siguiente|anterior)\W*$"
+    r"forward|back|increase|decrease|\+|-|›|»|‹|«|>|<|weiter|zurück|suivant|précédent|siguiente|"
+    r"anterior)\W*$"
 )
 NO_PROGRESS_STEPS = 3
 MAX_DETOURS = 1  # turns that recur nowhere near, allowed between two passes of a cycle (a varying tile)

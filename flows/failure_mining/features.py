@@ -286,9 +286,9 @@ def _with_model_words(features: pl.DataFrame) -> pl.DataFrame:
 
     `same_turn`: the step's words are the previous step's, word for word but for their last line (the
     action: ABP's harness logs a turn's thought on each of its actions), and name a count ("Let me click the
-    plus button 4 times"): one turn that plans its repeats, not new attempts. Words repeated without a count are not enough for that: on the
-    ABP set three labelled loops are re-clicks whose thought the model repeated word for word ("Let me click
-    the X button on the cookie banner more precisely" twice)."""
+    plus button 4 times"): one turn that plans its repeats, not new attempts. Words repeated without a count
+    are not enough for that: on the ABP set three labelled loops are re-clicks whose thought the model
+    repeated word for word ("Let me click the X button on the cookie banner more precisely" twice)."""
     click = pl.col("targetless") & pl.col("action_name").is_in(CLICKS)
     read = (click | recurs()).fill_null(False) & pl.col("raw_output").is_not_null()
     after = (pl.col("same_prev") & read.shift(1)).fill_null(False) & pl.col("raw_output").is_not_null()

@@ -38,8 +38,9 @@ from flows.failure_mining.rewards import DEFAULT_WEIGHTS, RewardWeights, step_re
 from lake import Lake, utcnow
 from lake.schemas import schema_for
 
-# mining-5: cycles the model reports failing, agents' verdict words, unmapped actions repeat, repeated typing
-# needs two typings that did not take (issue 15, sixth pass); mining-4: first attempts, planned repeats, new content
+# mining-5 (issue 15, sixth pass): cycles the model reports failing, agents' verdict words, unmapped actions
+# repeat, stepping controls, repeated typing needs two typings that did not take, links and bare Submits;
+# mining-4: first attempts, planned repeats, new content
 DETECTOR_VERSION = "mining-5"
 BATCH_STEPS = int(os.environ.get("FLYWHEEL_MINING_BATCH_STEPS", "2000000"))  # steps per mine-shard task
 _SAFE = re.compile(r"[^A-Za-z0-9_.=-]+")
