@@ -282,7 +282,17 @@ def _again_expr() -> pl.Expr:
     dx, dy = (pl.col("px") - prev(pl.col("px"))).abs(), (pl.col("py") - prev(pl.col("py"))).abs()
     near = (dx <= NEAR) & (dy <= NEAR)
     re_aimed = (dx <= REAIM) & (dy <= REAIM) & pl.col("said_failed")
-    return pl.col("is_repeat") | (near_click & (near | re_aimed)).fill_null(False)
+    # the same aim (action and target) sent again after the harness rejected it or the model said it did
+    # not work, in other words or values: a re-sent answer, a reworded query into the same box (mining-6);
+    # typing into whatever has focus names no target, so only the harness's rejection joins those
+    resent = (
+        pl.col("same_prev")
+        & (pl.col("aim_h") == prev(pl.col("aim_h")))
+        & single
+        & ~prev(pl.col("several"))
+        & (prev(pl.col("failed")) | pl.col("said_failed") & ~pl.col("targetless"))
+    )
+    return pl.col("is_repeat") | (near_click & (near | re_aimed)).fill_null(False) | resent.fill_null(False)
 
 
 def _reported() -> pl.Expr:

@@ -44,6 +44,8 @@ from flows.failure_mining.side_effects import control_kind, effect_kind, generic
 
 CLICKS = ("left_click", "double_click", "right_click", "middle_click", "triple_click", "tap")
 SCROLLS = ("scroll", "hscroll")
+_FILLING = ("type", "select")  # filling in a form's fields
+_TIMED_OUT = r"(?i)\btime(?:d)?[ -]?out"
 # The columns of the steps table the miner reads; nothing else is ever loaded.
 STEP_COLUMNS = (
     "trajectory_id",
@@ -195,6 +197,16 @@ def _per_action(acts: pl.LazyFrame) -> pl.LazyFrame:
             targetless=~pl.col("act").str.contains('"target"', literal=True),
             target_name=pl.col("act").str.extract(_TARGET_NAME, 1),
             several=pl.col("act").str.contains("}, {", literal=True) | pl.col("act").str.contains("},{", literal=True),
+            # what the turn aims at, whatever its text: the action's name and its target (an answer, a fill of
+            # one field); null for a coordinate action (detectors compare its points)
+            aim_h=pl.when(~pl.col("act").str.contains(r'"x"\s*:'))
+            .then(
+                pl.concat_str(
+                    pl.col("act").str.extract(_FIRST_ACTION, 1),
+                    pl.col("act").str.extract(r'"target"\s*:\s*(\{[^}]*\})', 1).fill_null(""),
+                )
+            )
+            .hash(),
         )
         .with_columns(
             has_call_user=contains_action("call_user"),
@@ -216,7 +228,6 @@ def step_features(steps: pl.LazyFrame | pl.DataFrame) -> pl.DataFrame:
         traj_no=(~pl.col("same_prev")).cast(pl.UInt32).cum_sum(),
         same_next=pl.col("same_prev").shift(-1).fill_null(False),
         act=pl.col("actions_json").fill_null("[]"),
-        failed=pl.col("ok").not_().fill_null(False),
         tree=pl.when(pl.col("ui_tree_sha").is_not_null()).then(pl.col("ui_tree_sha").hash()),
         shot=pl.when(pl.col("screenshot_sha").is_not_null()).then(pl.col("screenshot_sha").hash()),
         unmapped=pl.col("format_error").str.starts_with(_UNMAPPED).fill_null(False),
@@ -237,6 +248,9 @@ def step_features(steps: pl.LazyFrame | pl.DataFrame) -> pl.DataFrame:
             shot_changed=_differs_next("shot"),
         )
         .with_columns(
+            # an error after which the page's URL moved on did not stop the action: the harness gave up
+            # waiting on the navigation it caused (Playwright's "Timeout 500ms exceeded" on a link)
+            failed=pl.col("ok").not_().fill_null(False) & ~pl.col("url_changed").fill_null(False),
             is_repeat=pl.col("same_prev")
             & (pl.col("act_h") == pl.col("act_h").shift(1))
             & ((pl.col("act") != "[]") | pl.col("unmapped")),
@@ -355,7 +369,15 @@ def _with_sensitive(features: pl.DataFrame) -> pl.DataFrame:
     observed = nxt(pl.lit(_per_value(features["url"], effect_kind)))
     generic = pl.col("_named_generic") & observed.is_null()  # a URL that shows the effect says more
     named = pl.when(~pl.col("_named_generic") | generic).then(pl.col("_named_kind"))
-    sens = pl.when(~pl.col("failed")).then(pl.coalesce(pl.col("sensitive"), named, observed))
+    # the page stayed and the next step typed into it: the control opened a form (Invite members, Create
+    # commit...) or the site rejected the submit; either way nothing was committed (needs URLs to tell)
+    filling = pl.col("action_name").is_in(_FILLING)
+    opened_form = (~pl.col("url_changed") & nxt(filling) & ~prev(filling)).fill_null(False)
+    named = pl.when(~opened_form).then(named)
+    # a timeout is the harness giving up waiting, not proof the click was not made (Playwright's "Timeout
+    # 500ms exceeded" on most submits that reload the page): it does not clear a side effect
+    done = ~pl.col("failed") | pl.col("error").str.contains(_TIMED_OUT).fill_null(False)
+    sens = pl.when(done).then(pl.coalesce(pl.col("sensitive"), named, observed))
     return features.with_columns(
         sens=sens,
         sens_from=pl.when(sens.is_null())

@@ -41,7 +41,7 @@ from lake.schemas import schema_for
 # mining-5 (issue 15, sixth pass): cycles the model reports failing, agents' verdict words, unmapped actions
 # repeat, stepping controls, repeated typing needs two typings that did not take, links and bare Submits;
 # mining-4: first attempts, planned repeats, new content
-DETECTOR_VERSION = "mining-5"
+DETECTOR_VERSION = "mining-6"
 BATCH_STEPS = int(os.environ.get("FLYWHEEL_MINING_BATCH_STEPS", "2000000"))  # steps per mine-shard task
 _SAFE = re.compile(r"[^A-Za-z0-9_.=-]+")
 # Per trajectory in `mined.undecidable_json`: each check's undecidable cases, and the steps missing a screen.

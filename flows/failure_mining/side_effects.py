@@ -39,6 +39,8 @@ CONTROL_WORDS: dict[str, tuple[str, ...]] = {
         "add to wishlist",
         "add to order",
         "add to favorites",
+        "add to wish list",
+        "reorder",
         "in den warenkorb",
         "ajouter au panier",
         "añadir al carrito",
@@ -162,6 +164,45 @@ CONTROL_WORDS: dict[str, tuple[str, ...]] = {
         "登録",
         "가입",
     ),
+    # saving or creating something, or marking it (vote, follow, star, invite, assign): the edit and
+    # create forms of self-hosted apps (mining-6, read on WebArena's GitLab, forum and shop admin)
+    "change": (
+        "save",
+        "save changes",
+        "update",
+        "create",
+        "commit",
+        "comment",
+        "invite",
+        "follow",
+        "upvote",
+        "downvote",
+        "vote",
+        "retract",
+        "fork",
+        "assign",
+        "set status",
+        "speichern",
+        "erstellen",
+        "aktualisieren",
+        "enregistrer",
+        "créer",
+        "mettre à jour",
+        "guardar",
+        "crear",
+        "actualizar",
+        "salva",
+        "salvare",
+        "crea",
+        "aggiorna",
+        "сохранить",
+        "создать",
+        "保存",
+        "创建",
+        "作成",
+        "저장",
+        "생성",
+    ),
     "confirm": (
         "confirm",
         "bestätigen",
@@ -182,11 +223,12 @@ CONSENT_WORDS: dict[str, tuple[str, ...]] = {
     "book": (*CONTROL_WORDS["book"], "booking", "reservation", "buchung", "réservation", "reserva"),
     "send": (*CONTROL_WORDS["send"], "message", "email", "comment", "review"),
     "account": (*CONTROL_WORDS["account"], "account", "newsletter"),
+    "change": (*CONTROL_WORDS["change"], "add", "new", "edit", "change", "set", "make", "rename", "like"),
 }
 # A link is navigation: one named Buy, Book, Sign up or Send opens the flow (the store's configurator, the
 # sign-up form) and commits nothing itself; a link that says it adds or removes a thing may commit by itself
 # (shops' `?add-to-cart=` links, a cart's remove link), so those kinds still count for links.
-NAVIGATING_KINDS = ("pay", "book", "account", "send", "confirm")
+NAVIGATING_KINDS = ("pay", "book", "account", "send", "confirm", "change")
 LINK_ROLES = ("link",)
 # Names that say only that a form is sent, not what it changes: "Submit", "Send", "OK"-like confirmations.
 # Such a control is a search as often as a sign-up; it counts when the instruction asks for that kind of
