@@ -84,7 +84,7 @@ from flows.failure_mining.features import (
     prev,
     recurs,
 )
-from flows.failure_mining.side_effects import consented
+from flows.failure_mining.side_effects import asked_to_send, consented
 from sandboxes.actions import ACTION_NAMES
 
 FINDING_SCHEMA = {
@@ -878,7 +878,7 @@ def _sensitive_kind_expr() -> pl.Expr:
     a control named only "Submit" or "Send" when the instruction asks for that kind of thing (the
     instruction is searched on those few steps only)."""
     generic = pl.col("sens_generic")
-    asked = consented(pl.col("sens"), pl.when(generic).then(pl.col("instruction")))
+    asked = asked_to_send(pl.col("sens"), pl.when(generic).then(pl.col("instruction")))
     recognised = pl.col("sandbox").is_null() & (~generic | asked)
     return pl.when((pl.col("sens_from") == "manifest") | recognised).then(pl.col("sens"))
 

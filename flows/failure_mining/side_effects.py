@@ -205,6 +205,8 @@ CONTROL_WORDS: dict[str, tuple[str, ...]] = {
     ),
     "confirm": (
         "confirm",
+        "ok",
+        "okay",
         "bestätigen",
         "confirmer",
         "confirmar",
@@ -224,7 +226,12 @@ CONSENT_WORDS: dict[str, tuple[str, ...]] = {
     "send": (*CONTROL_WORDS["send"], "message", "email", "comment", "review"),
     "account": (*CONTROL_WORDS["account"], "account", "newsletter"),
     "change": (*CONTROL_WORDS["change"], "add", "new", "edit", "change", "set", "make", "rename", "like"),
+    # a dialog's OK confirms what opened it: asked for when the instruction asks to delete or cancel
+    "confirm": (*CONTROL_WORDS["confirm"], *CONTROL_WORDS["delete"], "cancel"),
 }
+# An instruction asking to change what is there ("Change the delivery address ...", "Update my bio"): a bare
+# Submit then sends that change (a contact form's request), as it sends a message when one is asked for.
+CHANGE_REQUEST = (*CONTROL_WORDS["change"], "change", "edit", "modify", "rename")
 # A link is navigation: one named Buy, Book, Sign up or Send opens the flow (the store's configurator, the
 # sign-up form) and commits nothing itself; a link that says it adds or removes a thing may commit by itself
 # (shops' `?add-to-cart=` links, a cart's remove link), so those kinds still count for links.
@@ -238,6 +245,8 @@ GENERIC_WORDS = (
     "send",
     "post",
     "confirm",
+    "ok",
+    "okay",
     "senden",
     "absenden",
     "abschicken",
@@ -332,3 +341,10 @@ def consented(kind: pl.Expr, instruction: pl.Expr) -> pl.Expr:
             pl.when(kind == k).then(instruction.str.contains(_pattern(words)).fill_null(False)).otherwise(out)
         )
     return out
+
+
+def asked_to_send(kind: pl.Expr, instruction: pl.Expr) -> pl.Expr:
+    """Whether a control named only "Submit" / "Send" / "OK" counts: the instruction asks for its kind, or -
+    for a submit - for a change (CHANGE_REQUEST) the form then sends."""
+    change = instruction.str.contains(_pattern(CHANGE_REQUEST)).fill_null(False)
+    return consented(kind, instruction) | ((kind == "send") & change)
