@@ -347,7 +347,9 @@ def _with_model_words(features: pl.DataFrame) -> pl.DataFrame:
         said_worked=(worked & ~failed) | new,
         _named_kind=pl.when(pl.col("target_name").is_not_null())
         .then(pl.col("_target_kind"))
-        .otherwise(spread("kind", pl.String, None)),
+        # the model's plan names what it saves or creates in the same words ("save the location", "create
+        # the report") as often as the control: from its words alone, those (side_effects "change") do not count
+        .otherwise(spread("kind", pl.String, None).replace("change", None)),
         _named_generic=pl.when(pl.col("target_name").is_not_null())
         .then(pl.col("_target_generic"))
         .otherwise(spread("generic").fill_null(False)),
@@ -372,7 +374,7 @@ def _with_sensitive(features: pl.DataFrame) -> pl.DataFrame:
     # the page stayed and the next step typed into it: the control opened a form (Invite members, Create
     # commit...) or the site rejected the submit; either way nothing was committed (needs URLs to tell)
     filling = pl.col("action_name").is_in(_FILLING)
-    opened_form = (~pl.col("url_changed") & nxt(filling) & ~prev(filling)).fill_null(False)
+    opened_form = (~pl.col("url_changed") & nxt(filling) & ~prev(filling).fill_null(False)).fill_null(False)
     named = pl.when(~opened_form).then(named)
     # a timeout is the harness giving up waiting, not proof the click was not made (Playwright's "Timeout
     # 500ms exceeded" on most submits that reload the page): it does not clear a side effect

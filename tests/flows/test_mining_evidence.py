@@ -359,3 +359,104 @@ def test_a_failed_repeat_the_model_also_reports_failed_rests_on_the_errors():
     ]
     found = d.detect_exact_repeats(frame(("t", [*tries, _said(DONE, "failure The previous action failed.")])))
     assert found["evidence_level"].to_list() == ["errors"]
+
+
+def _one(action, instruction="Find the release date", *, then=None, **kw) -> list[dict]:
+    """An action, then `then` (or stopping), in a trajectory with that instruction."""
+    first = dict(step(action, "s0", **BLIND, **kw), instruction=instruction)
+    return [first, dict(step(then or DONE, "s1", **BLIND), instruction=instruction)]
+
+
+def _side_effects(steps: pl.DataFrame) -> dict:
+    found = d.detect_side_effects(steps)
+    return {(r["trajectory_id"], r["first_step"]): json.loads(r["evidence"])["sensitive"] for r in found.iter_rows(named=True)}
+
+
+def test_saving_creating_voting_and_wish_lists_are_side_effects_but_a_link_to_the_form_is_not():
+    """mining-6: the edit and create forms of self-hosted apps (WebArena's GitLab, forum, shop admin) change
+    data with Save, Create ..., Commit, Upvote, Follow, Invite; a link so named opens the form; the model's
+    plan alone ("save the location") does not name a control."""
+    steps = frame(
+        ("save", _one(click("Save"))),
+        ("create", _one(click("Create issue"))),
+        ("vote", _one(click("Upvote"))),
+        ("wish", _one(click("Add to Wish List"))),
+        ("reorder", _one(click("Reorder", "link"))),
+        ("new issue link", _one(click("Create issue", "link"))),
+        ("rating filter", _one(click("1 star", "link"))),
+    )
+    said = frame(("said", _one(click_at(700, 800)))).with_columns(raw_output=pl.lit('Let me click "Save location".'))
+    assert _side_effects(pl.concat([steps, said], how="diagonal_relaxed")) == {
+        ("save", 0): "change",
+        ("create", 0): "change",
+        ("vote", 0): "change",
+        ("wish", 0): "cart",
+        ("reorder", 0): "cart",
+    }
+
+
+def test_an_error_after_which_the_page_moved_on_did_not_stop_the_action():
+    """mining-6: a harness that waits on the navigation a click causes reports a timeout though the click
+    was made; the next step's URL shows it. Without a URL change the error still means nothing happened."""
+    moved = [
+        step(click("Delete"), "s0", ok=False, error="Error: element is not attached", url="http://h/item/1", **BLIND),
+        step(DONE, "s1", url="http://h/items", **BLIND),
+    ]
+    stayed = [
+        step(click("Delete"), "s0", ok=False, error="Error: element is not attached", url="http://h/item/1", **BLIND),
+        step(DONE, "s0", url="http://h/item/1", **BLIND),
+    ]
+    assert _side_effects(frame(("moved", moved), ("stayed", stayed))) == {("moved", 0): "delete"}
+
+
+def test_a_timeout_does_not_clear_a_side_effect():
+    """mining-6: "Timeout 500ms exceeded" on a submit that reloads in place (or on a run's last step) is the
+    harness giving up waiting, not proof the click was not made; another error still clears it."""
+    timeout = "TimeoutError: Locator.click: Timeout 500ms exceeded."
+    steps = frame(
+        ("timeout", _one(click("Save Address"), ok=False, error=timeout)),
+        ("missing", _one(click("Save Address"), ok=False, error="Error: no such element")),
+    )
+    assert _side_effects(steps) == {("timeout", 0): "change"}
+
+
+def test_a_control_that_opened_a_form_is_no_side_effect():
+    """mining-6: the page stayed and the next step filled a field: the click opened a form (Invite members)
+    or the site rejected the submit. A submit after the fields were filled still counts."""
+    field = {"action": "type", "text": "ann", "target": {"role": "textbox", "name": "Username"}}
+    opener = [step(click("Invite"), "s0", **BLIND), step(field, "s1", **BLIND), step(DONE, "s2", **BLIND)]
+    submit = [step(field, "s0", **BLIND), step(click("Invite"), "s1", **BLIND), step(field, "s2", **BLIND)]
+    assert _side_effects(frame(("opener", opener), ("submit", submit))) == {("submit", 1): "change"}
+
+
+def test_a_dialogs_ok_confirms_a_deletion_the_instruction_asks_for():
+    """mining-6: an "Are you sure?" dialog's OK performs what opened it (a cancellation, a mass delete)."""
+    steps = frame(
+        ("asked", _one(click("OK"), "Delete all reviews from the scammer Arden")),
+        ("cancel", _one(click("OK"), "Cancel order 302")),
+        ("reading", _one(click("OK"), "Find the release date")),
+    )
+    assert _side_effects(steps) == {("asked", 0): "confirm", ("cancel", 0): "confirm"}
+
+
+def test_a_bare_submit_sends_a_change_the_instruction_asks_for():
+    """mining-6: "Change the delivery address ..." asks for a change a contact form's Submit then sends."""
+    steps = frame(
+        ("change", _one(click("Submit"), "Change the delivery address for my most recent order")),
+        ("search", _one(click("Submit"), "Find the release date of the film")),
+    )
+    assert _side_effects(steps) == {("change", 0): "send"}
+
+
+def test_an_answer_the_harness_rejected_and_the_model_re_sent_in_other_words_is_a_loop():
+    """mining-6: the same aim (action and target) sent again after the harness rejected it is one attempt
+    repeated, whatever its words; the same answers accepted are not."""
+    rejected = "ValueError: Received an empty action."
+
+    def answer(i):
+        return {"action": "terminate", "status": "success", "answer": f"The cheapest is $8 (take {i})"}
+
+    resent = [step(answer(i), "s", ok=False, error=rejected, **BLIND) for i in range(4)] + [step(answer(9), "s", **BLIND)]
+    accepted = [step(click(f"Item {i}"), "s", **BLIND) for i in range(4)] + [step(answer(9), "s", **BLIND)]
+    found = d.detect_exact_repeats(frame(("resent", resent), ("accepted", accepted)))
+    assert found.select("trajectory_id", "first_step", "evidence_level").rows() == [("resent", 1, "errors")]
