@@ -14,6 +14,8 @@ loop / exact_repeat
     the same turn (identical actions JSON) issued 3+ times in a row, with at least 2 of the repeats
     ineffective: the repeat failed, or it left the screen unchanged. Pressing "next" on a paginated list
     changes the screen every time, so it is not a loop. The range covers the repeats, not the original.
+    The same aim (action name and target, whatever its text: an answer, a fill) sent again after the harness
+    rejected it, or for a named target after the model said it did not work, is a repeat too (mining-6).
 loop / short_cycle
     a period 2-4 cycle over (turn, screen): for p consecutive steps the turn and the screen it was taken on
     equal those p steps earlier (A-B-A-B on the same screens). Smallest period wins; period 1 is

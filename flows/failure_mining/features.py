@@ -32,6 +32,9 @@ Conventions the detectors rely on:
 - `ev_rank` is the strongest evidence the step's effect is known from, as its rank in EVIDENCE_LEVELS (a
   small integer, not a string per step): errors (the action failed), screenshot, ui_tree, url (the next
   step's URL differs), else actions.
+- `failed`: the step reported an error and the page's URL did not move on after it (an error after which the
+  URL changed - a harness timing out on the navigation a click caused - stopped nothing; mining-6);
+  `aim_h` the hash of the action's name and target without its text (a re-sent answer, a re-typed field).
 """
 
 from __future__ import annotations
