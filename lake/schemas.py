@@ -183,6 +183,7 @@ TABLES: dict[str, pa.Schema] = {
             ("undecidable_json", pa.string()),  # checks that could not run (no screenshot, no UI tree), counted
             ("run_id", pa.string()),
             ("recorded_at", TS),
+            ("weights_json", pa.string()),  # the reward weights of its steps' step_rewards (see DENSE_VIEWS)
         ]
     ),
     # Targeted seeds for synthesis: a weakness seen in a task, with the step context.
@@ -352,6 +353,28 @@ LATEST_BY_KEY: dict[str, tuple[str, str]] = {
     "pools": ("policy, task_id", "recorded_at"),
     "reviews": ("item_kind, item_id, reviewer", "decided_at"),
     "runs": ("invocation_id", "recorded_at"),
+}
+
+# Tables stored sparse, view -> the view of the rows written. mine-failures writes a step_rewards row only for
+# a step whose reward differs from a clean step's (ct 1, qt 1, st 0, lt 0): most steps have no finding, and one
+# row per step was a third of mining's cost. The `step_rewards` view is every mined step, as before: the rows
+# written, plus a clean row for each other step of a trajectory whose `mined` row carries weights_json (the
+# weights its rewards were combined with; rows of miners that wrote every step carry none, so old lakes read
+# as they were written). Its reward is the clean step's under those weights, computed as rewards.py does.
+DENSE_VIEWS: dict[str, str] = {"step_rewards": "step_rewards_sparse"}
+DENSE_VIEW_NEEDS: dict[str, tuple[str, ...]] = {"step_rewards": ("steps", "mined")}
+DENSE_VIEW_SQL: dict[str, str] = {
+    "step_rewards": """
+        SELECT * FROM step_rewards_sparse
+        UNION ALL
+        SELECT s.trajectory_id, s.step_index, 1.0::DOUBLE AS ct, 1.0::DOUBLE AS qt, 0.0::DOUBLE AS st,
+               0.0::DOUBLE AS lt,
+               (m.weights_json->>'ct')::DOUBLE * 1.0 + (m.weights_json->>'qt')::DOUBLE * 1.0
+                 + (m.weights_json->>'st')::DOUBLE * 0.0 + (m.weights_json->>'lt')::DOUBLE * 0.0 AS reward,
+               m.weights_json, m.detector_version, m.run_id
+        FROM steps s JOIN mined m ON m.trajectory_id = s.trajectory_id AND m.weights_json IS NOT NULL
+        WHERE NOT EXISTS (SELECT 1 FROM step_rewards_sparse r WHERE r.trajectory_id = s.trajectory_id
+                          AND r.step_index = s.step_index AND r.detector_version = m.detector_version)""",
 }
 
 DUCKDB_TYPES = {
@@ -532,7 +555,8 @@ DESCRIPTIONS: dict[str, tuple[str, dict[str, str]]] = {
         },
     ),
     "step_rewards": (
-        "Per-step signals for Action-RL from mine-failures: Ct, Qt, St, Lt and the combined reward.",
+        "Per-step signals for Action-RL from mine-failures: Ct, Qt, St, Lt and the combined reward, one row per mined "
+        "step (mining writes only the steps whose reward differs from a clean step's: `step_rewards_sparse`).",
         {
             "ct": "Action-type correctness Ct (0..1).",
             "qt": "Argument quality Qt (0..1).",
@@ -544,7 +568,11 @@ DESCRIPTIONS: dict[str, tuple[str, dict[str, str]]] = {
     ),
     "mined": (
         "Which trajectories each detector version has mined, so re-runs mine only new ones.",
-        {"undecidable_json": "Checks that could not run (no screenshot, no UI tree), counted (JSON)."},
+        {
+            "undecidable_json": "Checks that could not run (no screenshot, no UI tree), counted (JSON).",
+            "weights_json": "The weights the trajectory's step rewards were combined with (JSON object); set when "
+                            "only the steps with a finding were written to step_rewards_sparse.",
+        },
     ),
     "failure_seeds": (
         "Targeted seeds for synthesis: a weakness seen in a task, with its step context.",

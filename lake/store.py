@@ -33,7 +33,17 @@ from deltalake import DeltaTable, write_deltalake
 from deltalake.exceptions import CommitFailedError, TableNotFoundError
 
 from lake.conform import conform_table
-from lake.schemas import LATEST_BY_KEY, RENAMED_JSON_KEYS, TABLES, duckdb_type, json_columns, schema_for
+from lake.schemas import (
+    DENSE_VIEW_NEEDS,
+    DENSE_VIEW_SQL,
+    DENSE_VIEWS,
+    LATEST_BY_KEY,
+    RENAMED_JSON_KEYS,
+    TABLES,
+    duckdb_type,
+    json_columns,
+    schema_for,
+)
 
 _SAFE = re.compile(r"[^A-Za-z0-9_.=-]+")
 BATCH_KEY = "_batch_key"  # hidden column: the (run, batch) a row was written by
@@ -310,7 +320,9 @@ class Lake:
             con = self._query_db.cursor()  # a connection of its own: its temporary views are its own
         try:
             named = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", sql.lower()))
-            self._add_views(con, [t for t in TABLES if t in named or f"{t}_history" in named], temp=True)
+            wanted = {t for t in TABLES if t in named or f"{t}_history" in named or DENSE_VIEWS.get(t) in named}
+            wanted |= {n for t in wanted for n in DENSE_VIEW_NEEDS.get(t, ())}
+            self._add_views(con, [t for t in TABLES if t in wanted], temp=True)
             cur = con.execute(sql, params or [])
             cols = [d[0] for d in cur.description]
             return [dict(zip(cols, r)) for r in cur.fetchall()]
@@ -373,9 +385,10 @@ class Lake:
 
     def _view_statements(self, persistent: bool = False, tables: Iterable[str] = TABLES, temp: bool = False) -> list[str]:
         stmts, create = [], "CREATE OR REPLACE TEMP VIEW" if temp else "CREATE OR REPLACE VIEW"
+        tables = list(tables)
         for table in tables:
             schema = TABLES[table]
-            raw = f"{table}_history" if table in LATEST_BY_KEY else table
+            raw = f"{table}_history" if table in LATEST_BY_KEY else DENSE_VIEWS.get(table, table)
             files = self.files(table)
             typed = ", ".join(f"TRY_CAST({_renamed_keys(table, c)} AS JSON) AS {c}" for c in json_columns(table))
             replace = f" REPLACE ({typed})" if typed else ""
@@ -394,6 +407,8 @@ class Lake:
                     f"{create} {table} AS SELECT * FROM {raw} "
                     f"QUALIFY row_number() OVER (PARTITION BY {key} ORDER BY {order} DESC) = 1"
                 )
+        # views over several tables (DENSE_VIEWS) come last: they read the views above
+        stmts += [f"{create} {table} AS {DENSE_VIEW_SQL[table]}" for table in tables if table in DENSE_VIEWS]
         return stmts
 
 

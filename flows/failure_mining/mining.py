@@ -27,6 +27,7 @@ import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 import polars as pl
 import pyarrow as pa
@@ -34,7 +35,7 @@ import pyarrow as pa
 from flows.failure_mining.detectors import UNDECIDABLE_CHECKS, run_checks
 from flows.failure_mining.features import ENGINE, STEP_COLUMNS, attach_trajectories, prev, step_features
 from flows.failure_mining.report import failures_chart_svg, summary_markdown
-from flows.failure_mining.rewards import DEFAULT_WEIGHTS, RewardWeights, step_rewards
+from flows.failure_mining.rewards import DEFAULT_WEIGHTS, RewardWeights, marked_step_rewards
 from lake import Lake, utcnow
 from lake.schemas import schema_for
 
@@ -390,9 +391,11 @@ def mined_rows(
     counts: pl.DataFrame | None,
     run_id: str,
     now: dt.datetime,
+    weights: RewardWeights = DEFAULT_WEIGHTS,
 ) -> pl.DataFrame:
-    """One row per mined trajectory, with every check's undecidable count (0 when it could decide) and
-    how many of its steps had no UI tree or no screenshot."""
+    """One row per mined trajectory, with every check's undecidable count (0 when it could decide), how
+    many of its steps had no UI tree or no screenshot, and the weights of its steps' rewards (the lake's
+    `step_rewards` view gives its steps without a written row a clean step's reward under them)."""
     parts = [counts] if counts is not None else []
     if features is not None:
         missing = (
@@ -415,6 +418,7 @@ def mined_rows(
         undecidable_json=pl.col("undecidable_json").fill_null(NOTHING_UNDECIDABLE),
         run_id=pl.lit(run_id),
         recorded_at=pl.lit(now),
+        weights_json=pl.lit(weights.to_json()),
     )
 
 
@@ -424,16 +428,18 @@ def mine_frame(
     run_id: str,
     weights: RewardWeights = DEFAULT_WEIGHTS,
     now: dt.datetime | None = None,
-) -> dict[str, pl.DataFrame]:
+) -> dict[str, Any]:
     """Everything mining produces for the steps of `trajectories` (trajectory_id, task_id, sandbox, policy,
-    verdict, reference_len) found in `steps`, as frames shaped like the lake tables (no I/O)."""
+    verdict, reference_len) found in `steps`, as frames shaped like the lake tables (no I/O), and `steps`,
+    how many steps were mined. `step_rewards` holds the steps whose reward differs from a clean step's only
+    (`rewards.marked_step_rewards`; the lake's view fills in the rest from the `mined` rows' weights)."""
     now = now or utcnow()
     features = attach_trajectories(step_features(steps), trajectories)
     firsts = features.select("trajectory_id", "same_prev").filter(~pl.col("same_prev"))
     trajectories = trajectories.join(firsts, on="trajectory_id", how="semi")
     findings, undecidable = run_checks(features)
     failures = failure_rows(findings, trajectories, run_id, now)
-    rewards = step_rewards(features, findings, weights).with_columns(
+    rewards = marked_step_rewards(features, findings, weights).with_columns(
         weights_json=pl.lit(weights.to_json()),
         detector_version=pl.lit(DETECTOR_VERSION),
         run_id=pl.lit(run_id),
@@ -442,8 +448,9 @@ def mine_frame(
         "failures": failures,
         "step_rewards": rewards,
         "failure_seeds": seed_rows(failures, features, run_id, now),
-        "mined": mined_rows(trajectories["trajectory_id"], features, undecidable, run_id, now),
+        "mined": mined_rows(trajectories["trajectory_id"], features, undecidable, run_id, now, weights),
         "undecidable": undecidable,
+        "steps": features.height,
     }
 
 
@@ -467,7 +474,7 @@ def write_frame(lake: Lake, table: str, frame: pl.DataFrame, run_id: str, batch:
     return lake.write_arrow(table, pa.Table.from_arrays(columns, schema=schema), run_id, batch)
 
 
-def _write_batch(lake: Lake, out: dict[str, pl.DataFrame], run_id: str, batch: str) -> None:
+def _write_batch(lake: Lake, out: dict[str, Any], run_id: str, batch: str) -> None:
     """The batch's rows keyed by detector version and trajectories, not by run: a run killed between these
     commits leaves the batch pending, and the re-run's same batch replaces what it had landed."""
     for table in ("failures", "step_rewards", "failure_seeds", "mined"):  # mined last: it commits the batch
@@ -521,7 +528,7 @@ def mine(
             writing = writer.submit(_write_batch, lake, out, run_id, _batch_name(index, here))
             summary.add(out["failures"], _undecided_totals(out["undecidable"]))
             summary.trajectories += here.len()
-            summary.steps += out["step_rewards"].height
+            summary.steps += out["steps"]
             summary.seeds += out["failure_seeds"].height
             summary.batches += 1
         if writing is not None:
@@ -539,7 +546,7 @@ def mine_batch(lake: Lake, run_id: str, batch: StepBatch, index: int, weights: R
     out = mine_frame(read_steps(lake, batch.files), batch.trajectories, run_id, weights)
     here = out["mined"]["trajectory_id"]
     _write_batch(lake, out, run_id, _batch_name(index, here))
-    part = MiningSummary(run_id=run_id, trajectories=here.len(), steps=out["step_rewards"].height,
+    part = MiningSummary(run_id=run_id, trajectories=here.len(), steps=out["steps"],
                          seeds=out["failure_seeds"].height, batches=1)
     part.add(out["failures"], _undecided_totals(out["undecidable"]))
     return part

@@ -70,10 +70,9 @@ def _by_join(steps: pl.DataFrame, findings: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def _by_position(steps: pl.DataFrame, findings: pl.DataFrame) -> pl.DataFrame | None:
-    """Severities per step by row position, when every trajectory is contiguous with steps numbered
-    without gaps (as rollouts write them): no join over every step. None when that does not hold.
-    Findings (not their spread steps) are joined to the trajectory starts, so only integers are spread."""
+def _placed(steps: pl.DataFrame, findings: pl.DataFrame) -> pl.DataFrame | None:
+    """(kind, severity, row): each finding spread over the rows of the steps it covers, when every trajectory
+    is contiguous with steps numbered without gaps (as rollouts write them); None when that does not hold."""
     tid, step = pl.col("trajectory_id"), pl.col("step_index")
     new = (tid != tid.shift(1)).fill_null(True)
     marks = steps.select(new=new, gapless=(new | (step - step.shift(1) == 1)).fill_null(True))
@@ -84,12 +83,21 @@ def _by_position(steps: pl.DataFrame, findings: pl.DataFrame) -> pl.DataFrame | 
     if starts["trajectory_id"].n_unique() != starts.height:
         return None
     offset = pl.col("row") - pl.col("first")
-    placed = (
+    return (
         findings.select("trajectory_id", "kind", "severity", "first_step", "last_step")
         .join(starts, on="trajectory_id", how="inner")
         .select("kind", "severity", row=pl.int_ranges(offset + pl.col("first_step"), offset + pl.col("last_step") + 1))
         .explode("row")
     )
+
+
+def _by_position(steps: pl.DataFrame, findings: pl.DataFrame) -> pl.DataFrame | None:
+    """Severities per step by row position, when every trajectory is contiguous with steps numbered
+    without gaps (as rollouts write them): no join over every step. None when that does not hold.
+    Findings (not their spread steps) are joined to the trajectory starts, so only integers are spread."""
+    placed = _placed(steps, findings)
+    if placed is None:
+        return None
     columns = {}
     for k in REWARD_KINDS:
         worst = placed.filter(pl.col("kind") == k).group_by("row").agg(pl.col("severity").max())
@@ -108,6 +116,39 @@ def step_rewards(
     severities = _by_position(steps, findings)
     if severities is None:
         severities = _by_join(steps, findings)
+    return _combined(severities, weights)
+
+
+def marked_step_rewards(
+    steps: pl.DataFrame, findings: pl.DataFrame, weights: RewardWeights = DEFAULT_WEIGHTS
+) -> pl.DataFrame:
+    """The rows of `step_rewards(steps, findings, weights)` that differ from a clean step's (ct 1, qt 1, st 0,
+    lt 0), in step order: what mining writes (the lake's `step_rewards` view fills in the clean steps). Only
+    the steps that findings of a rewarded kind cover are looked at, not every step."""
+    findings = findings.filter(pl.col("kind").is_in(REWARD_KINDS) & (pl.col("severity") > 0))
+    steps = steps.select("trajectory_id", "step_index")
+    severities = _marked_by_position(steps, findings)
+    if severities is None:
+        severities = _by_join(steps, findings).filter(
+            pl.any_horizontal(pl.col(f"sev_{k}").is_not_null() for k in REWARD_KINDS)
+        )
+    clean = (pl.col("ct") == 1.0) & (pl.col("qt") == 1.0) & (pl.col("st") == 0.0) & (pl.col("lt") == 0.0)
+    return _combined(severities, weights).filter(~clean)
+
+
+def _marked_by_position(steps: pl.DataFrame, findings: pl.DataFrame) -> pl.DataFrame | None:
+    """`_by_position` for the covered steps only: (trajectory_id, step_index, sev_*) in row order."""
+    placed = _placed(steps, findings)
+    if placed is None:
+        return None
+    worst = placed.group_by("row").agg(
+        **{f"sev_{k}": pl.col("severity").filter(pl.col("kind") == k).max() for k in REWARD_KINDS}
+    ).sort("row")
+    return steps.gather(worst["row"]).with_columns(worst.drop("row"))
+
+
+def _combined(severities: pl.DataFrame, weights: RewardWeights) -> pl.DataFrame:
+    """Ct, Qt, St, Lt and the reward from the worst severity per kind (`sev_*`, null for none)."""
     bad, loop = pl.col("sev_bad_args").fill_null(0.0), pl.col("sev_loop").fill_null(0.0)
     sensitive, premature = pl.col("sev_sensitive").fill_null(0.0), pl.col("sev_premature").fill_null(0.0)
     return severities.select(

@@ -13,7 +13,7 @@ from flows.failure_mining import detectors as d
 from flows.failure_mining.evaluation import evaluate
 from flows.failure_mining.mining import DETECTOR_VERSION, _lookup, mine, mine_frame
 from flows.failure_mining.report import failures_chart_svg
-from flows.failure_mining.rewards import RewardWeights, step_rewards
+from flows.failure_mining.rewards import RewardWeights, marked_step_rewards, step_rewards
 from flows.rollout.policies import NoiseRates, ScriptedNoisyPolicy
 from lake import Lake
 from sandboxes.action_parsing import parse_model_output
@@ -435,6 +435,20 @@ def test_findings_and_rewards_do_not_depend_on_gapless_step_numbering():
     assert sparse.drop("step_index").equals(dense.drop("step_index"))
 
 
+def test_marked_rewards_are_the_rewarded_rows_whatever_the_step_numbering():
+    steps = frame(
+        ("t", [step(type_("a"), "s0"), step(type_("a"), "s1"), step(type_("a"), "s1"), step(DONE, "s1")]),
+        ("u", [step(click_at(950, 990), "s1"), step(click("Place order"), "s1", sensitive="pay"), step(DONE, "s2")]),
+        ("v", CLEAN),
+    )
+    for numbered in (steps, steps.with_columns(pl.col("step_index") * 10)):  # by position; by join
+        findings = d.detect_all(numbered)
+        dense = step_rewards(numbered, findings, RewardWeights(lt=0.7)).sort("trajectory_id", "step_index")
+        clean = (pl.col("ct") == 1) & (pl.col("qt") == 1) & (pl.col("st") == 0) & (pl.col("lt") == 0)
+        marked = marked_step_rewards(numbered, findings, RewardWeights(lt=0.7)).sort("trajectory_id", "step_index")
+        assert marked.equals(dense.filter(~clean)) and 0 < marked.height < dense.height
+
+
 # ---- mining into the lake -------------------------------------------------------------------------------
 
 
@@ -479,6 +493,14 @@ def test_mining_lands_every_table_and_a_rerun_adds_nothing(lake):
     failure = lake.query("SELECT * FROM failures")[0]
     assert (failure["task_id"], failure["first_step"], failure["last_step"]) == ("task-loop", 1, 2)
     assert lake.query("SELECT count(*) AS n FROM step_rewards")[0]["n"] == 7
+    # written: the looping steps only; the view fills in the clean ones with a clean step's reward
+    assert lake.query("SELECT count(*) AS n FROM step_rewards_sparse")[0]["n"] == 2
+    viewed = pl.DataFrame(lake.query("SELECT * EXCLUDE (run_id) FROM step_rewards")).sort("trajectory_id", "step_index")
+    steps = pl.concat([frame(("clean", CLEAN)), frame(("loop", LOOPING))])
+    computed = step_rewards(steps, d.detect_all(steps)).with_columns(
+        weights_json=pl.lit(RewardWeights().to_json()), detector_version=pl.lit(DETECTOR_VERSION)
+    )
+    assert viewed.equals(computed.sort("trajectory_id", "step_index"))
     seed = lake.query("SELECT * FROM failure_seeds")[0]
     context = json.loads(seed["context_json"])
     assert (seed["task_id"], seed["kind"]) == ("task-loop", "loop")
@@ -541,7 +563,7 @@ def test_mine_frame_is_pure_and_shapes_rows_like_the_lake_tables():
     )
     out = mine_frame(steps, trajectories, "run")
     assert out["failures"]["failure_id"].to_list() == [f"loop:loop:exact_repeat:1:2:{DETECTOR_VERSION}"]
-    assert out["step_rewards"].height == 4 and out["mined"].height == 1
+    assert out["steps"] == 4 and out["mined"].height == 1
 
 
 def test_the_chart_has_one_bar_per_reason_scaled_to_the_largest():
