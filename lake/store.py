@@ -390,13 +390,16 @@ class Lake:
             schema = TABLES[table]
             raw = f"{table}_history" if table in LATEST_BY_KEY else DENSE_VIEWS.get(table, table)
             files = self.files(table)
-            typed = ", ".join(f"TRY_CAST({_renamed_keys(table, c)} AS JSON) AS {c}" for c in json_columns(table))
+            # columns added to the schema after every file of the table was written: typed nulls
+            written = {f.name for f in self._delta(table).schema().fields} if files else set()
+            added = "".join(f", CAST(NULL AS {duckdb_type(table, f.name)}) AS {f.name}" for f in schema if f.name not in written)
+            typed = ", ".join(f"TRY_CAST({_renamed_keys(table, c)} AS JSON) AS {c}" for c in json_columns(table) if c in written)
             replace = f" REPLACE ({typed})" if typed else ""
             if files and not self.remote:
                 listed = ", ".join("'" + f.as_posix().replace("'", "''") + "'" for f in files)
-                body = f"SELECT * EXCLUDE ({BATCH_KEY}){replace} FROM read_parquet([{listed}], union_by_name = true)"
+                body = f"SELECT * EXCLUDE ({BATCH_KEY}){replace}{added} FROM read_parquet([{listed}], union_by_name = true)"
             elif files and not persistent:
-                body = f"SELECT * EXCLUDE ({BATCH_KEY}){replace} FROM _delta_{table}"
+                body = f"SELECT * EXCLUDE ({BATCH_KEY}){replace}{added} FROM _delta_{table}"
             else:
                 cols = ", ".join(f"CAST(NULL AS {duckdb_type(table, f.name)}) AS {f.name}" for f in schema)
                 body = f"SELECT {cols} WHERE false"

@@ -517,6 +517,26 @@ def test_mining_lands_every_table_and_a_rerun_adds_nothing(lake):
     assert mined == [{"detector_version": DETECTOR_VERSION, "n": 3}]
 
 
+def test_a_lake_mined_before_rewards_were_written_sparse_reads_as_it_was_written(lake):
+    """Its mined rows have no weights_json column (the files predate it) and its step_rewards a row per step:
+    the view neither fails on the missing column nor adds clean rows; a later sparse run's rows join them."""
+    import pyarrow as pa
+    from deltalake import write_deltalake
+
+    _land(lake, "r1", {"loop": LOOPING, "clean": CLEAN})
+    mined = pa.table({"trajectory_id": ["loop", "clean"], "detector_version": ["old"] * 2,
+                      "undecidable_json": ["{}"] * 2, "run_id": ["m0"] * 2, "_batch_key": ["k"] * 2})
+    write_deltalake(lake.table_uri("mined"), mined)
+    steps = frame(("loop", LOOPING))
+    lake.write_arrow("step_rewards", step_rewards(steps, d.detect_all(steps)).with_columns(
+        weights_json=pl.lit("{}"), detector_version=pl.lit("old"), run_id=pl.lit("m0")), "m0", "b")
+    assert lake.query("SELECT count(*) AS n FROM mined WHERE weights_json IS NULL")[0]["n"] == 2
+    assert lake.query("SELECT count(*) AS n FROM step_rewards")[0]["n"] == 4  # the old run wrote "loop" only
+    mine(lake, "m1")
+    versions = lake.query("SELECT detector_version, count(*) AS n FROM step_rewards GROUP BY 1 ORDER BY 1")
+    assert versions == [{"detector_version": DETECTOR_VERSION, "n": 7}, {"detector_version": "old", "n": 4}]
+
+
 def test_mining_filters_by_policy_and_time_and_counts_missing_screens(lake):
     blind = [dict(s, ui_tree_sha=None, screenshot_sha=None) for s in LOOPING]
     _land(lake, "r1", {"blind": blind}, batch="a")
