@@ -24,7 +24,7 @@ import datetime as dt
 import os
 import re
 import time
-from collections import Counter
+from collections import Counter, deque
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -41,6 +41,7 @@ from lake.schemas import schema_for
 
 DETECTOR_VERSION = "mining-4"  # mining-4: the loop rules of issue 15's fifth pass (a first attempt reported failed counts, planned repeats, new content)
 BATCH_STEPS = int(os.environ.get("FLYWHEEL_MINING_BATCH_STEPS", "2000000"))  # steps per mine-shard task
+MINERS = int(os.environ.get("FLYWHEEL_MINING_THREADS", "2"))  # batches mined at once by one `mine()`
 _SAFE = re.compile(r"[^A-Za-z0-9_.=-]+")
 # Per trajectory in `mined.undecidable_json`: each check's undecidable cases, and the steps missing a screen.
 MINED_COUNTS = (*UNDECIDABLE_CHECKS, "missing_ui_tree", "missing_screenshot")
@@ -512,32 +513,41 @@ def mine(
         summary.seconds = time.perf_counter() - t0
         return summary
     batches = step_batches(lake, pending, batch_steps)
-    # reads batch i+1 and writes batch i-1 while batch i is mined (polars and delta-rs leave the GIL)
-    with ThreadPoolExecutor(max_workers=1) as writer, ThreadPoolExecutor(max_workers=1) as reader:
-        writing = None
-        reading = reader.submit(read_steps, lake, batches[0].files) if batches else None
-        for index, batch in enumerate(batches):
-            steps = reading.result()
-            if index + 1 < len(batches):
-                reading = reader.submit(read_steps, lake, batches[index + 1].files)
-            out = mine_frame(steps, batch.trajectories, run_id, weights)
-            del steps
-            here = out["mined"]["trajectory_id"]
-            if writing is not None:
-                writing.result()  # one batch in flight at most: memory stays bounded
-            writing = writer.submit(_write_batch, lake, out, run_id, _batch_name(index, here))
-            summary.add(out["failures"], _undecided_totals(out["undecidable"]))
-            summary.trajectories += here.len()
-            summary.steps += out["steps"]
-            summary.seeds += out["failure_seeds"].height
-            summary.batches += 1
-        if writing is not None:
-            writing.result()
+    # MINERS batches are read and mined at once while the one before them is written (polars and delta-rs
+    # leave the GIL): most of a batch's work runs on one core, so two of them keep both cores of a small
+    # machine busy; batches are summed and written in order, and at most MINERS + 1 are held.
+    writing: list = []
+
+    def landed(out: dict[str, Any]) -> None:  # batches come here in order
+        here = out["mined"]["trajectory_id"]
+        if writing:
+            writing.pop().result()  # one batch written at a time: memory stays bounded
+        writing.append(writer.submit(_write_batch, lake, out, run_id, _batch_name(summary.batches, here)))
+        summary.add(out["failures"], _undecided_totals(out["undecidable"]))
+        summary.trajectories += here.len()
+        summary.steps += out["steps"]
+        summary.seeds += out["failure_seeds"].height
+        summary.batches += 1
+
+    with ThreadPoolExecutor(max_workers=1) as writer, ThreadPoolExecutor(max_workers=MINERS) as miners:
+        in_flight: deque = deque()
+        for batch in batches:
+            in_flight.append(miners.submit(_read_and_mine, lake, batch, run_id, weights))
+            if len(in_flight) == MINERS:
+                landed(in_flight.popleft().result())
+        while in_flight:
+            landed(in_flight.popleft().result())
+        if writing:
+            writing.pop().result()
     _mark_stepless(lake, pending, batches, run_id, summary)
     summary.seconds = time.perf_counter() - t0
     if summary.trajectories and write_report:
         _write_report(lake, summary)
     return summary
+
+
+def _read_and_mine(lake: Lake, batch: StepBatch, run_id: str, weights: RewardWeights) -> dict[str, Any]:
+    return mine_frame(read_steps(lake, batch.files), batch.trajectories, run_id, weights)
 
 
 def mine_batch(lake: Lake, run_id: str, batch: StepBatch, index: int, weights: RewardWeights = DEFAULT_WEIGHTS) -> MiningSummary:

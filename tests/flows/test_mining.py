@@ -561,6 +561,24 @@ def test_a_trajectory_whose_steps_span_three_files_is_mined_whole(lake):
     assert summary.by_reason == {"loop/exact_repeat": 1} and (summary.batches, summary.steps) == (1, 4)
 
 
+def test_batches_mined_two_at_a_time_land_what_one_at_a_time_lands(tmp_path, monkeypatch):
+    from flows.failure_mining import mining
+
+    landed = {}
+    for miners in (1, 2):
+        monkeypatch.setattr(mining, "MINERS", miners)
+        lake = Lake(tmp_path / f"lake-{miners}")
+        for i, steps in enumerate((LOOPING, CLEAN, LOOPING, CLEAN, LOOPING)):
+            _land(lake, "r1", {f"t{i}": steps}, batch=f"b{i}")
+        summary = mine(lake, "m1", batch_steps=4, write_report=False)
+        assert summary.batches == 5 and summary.steps == 18
+        landed[miners] = [
+            lake.query(f"SELECT * EXCLUDE (recorded_at) FROM {table} ORDER BY ALL")
+            for table in ("failures", "failure_seeds", "mined")
+        ] + [lake.query("SELECT * FROM step_rewards ORDER BY ALL"), summary.by_reason]
+    assert landed[1] == landed[2] and landed[1][0]
+
+
 def test_pending_ids_are_found_among_the_files_ids_exactly_and_a_shared_hash_falls_back_to_joins():
     held = pl.Series(["t1", "t2", None, "t3"])  # the distinct ids of the step files, in file order
     assert _lookup(held, pl.Series(["t3", "t9", None, "t1", "t1"])).to_list() == [3, None, None, 0, 0]
