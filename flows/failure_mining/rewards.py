@@ -74,7 +74,8 @@ def _placed(steps: pl.DataFrame, findings: pl.DataFrame) -> pl.DataFrame | None:
     """(kind, severity, row): each finding spread over the rows of the steps it covers, when every trajectory
     is contiguous with steps numbered without gaps (as rollouts write them); None when that does not hold."""
     tid, step = pl.col("trajectory_id"), pl.col("step_index")
-    new = (tid != tid.shift(1)).fill_null(True)
+    # features say where a trajectory starts (`same_prev`: each one is a run of rows, features.in_trajectory_order)
+    new = ~pl.col("same_prev") if "same_prev" in steps.columns else (tid != tid.shift(1)).fill_null(True)
     marks = steps.select(new=new, gapless=(new | (step - step.shift(1) == 1)).fill_null(True))
     if not marks["gapless"].all():
         return None
@@ -126,7 +127,7 @@ def marked_step_rewards(
     lt 0), in step order: what mining writes (the lake's `step_rewards` view fills in the clean steps). Only
     the steps that findings of a rewarded kind cover are looked at, not every step."""
     findings = findings.filter(pl.col("kind").is_in(REWARD_KINDS) & (pl.col("severity") > 0))
-    steps = steps.select("trajectory_id", "step_index")
+    steps = steps.select("trajectory_id", "step_index", *(["same_prev"] if "same_prev" in steps.columns else []))
     severities = _marked_by_position(steps, findings)
     if severities is None:
         severities = _by_join(steps, findings).filter(
@@ -141,10 +142,23 @@ def _marked_by_position(steps: pl.DataFrame, findings: pl.DataFrame) -> pl.DataF
     placed = _placed(steps, findings)
     if placed is None:
         return None
-    worst = placed.group_by("row").agg(
-        **{f"sev_{k}": pl.col("severity").filter(pl.col("kind") == k).max() for k in REWARD_KINDS}
-    ).sort("row")
-    return steps.gather(worst["row"]).with_columns(worst.drop("row"))
+    # the worst severity per (row, kind) by one integer key (a group_by with a filtered max per kind cost
+    # twice as much), then one column per kind over the rows covered, in row order
+    kinds = len(REWARD_KINDS)
+    number = pl.col("kind").replace_strict({k: i for i, k in enumerate(REWARD_KINDS)}, return_dtype=pl.Int64)
+    worst = (
+        placed.group_by(key=pl.col("row") * kinds + number).agg(pl.col("severity").max()).sort("key")
+        .with_columns(row=pl.col("key") // kinds, kind=pl.col("key") % kinds)
+    )
+    rows = worst["row"]
+    at = ((rows != rows.shift(1)).fill_null(True).cum_sum() - 1).cast(pl.UInt32)  # the row's place among them
+    covered = rows.unique(maintain_order=True)
+    columns = {}
+    for i, k in enumerate(REWARD_KINDS):
+        mine = worst["kind"] == i
+        empty = pl.repeat(None, covered.len(), dtype=pl.Float64, eager=True)
+        columns[f"sev_{k}"] = empty.scatter(at.filter(mine), worst["severity"].filter(mine)) if mine.any() else empty
+    return steps.select("trajectory_id", "step_index").gather(covered).with_columns(**columns)
 
 
 def _combined(severities: pl.DataFrame, weights: RewardWeights) -> pl.DataFrame:

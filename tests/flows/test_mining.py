@@ -11,6 +11,7 @@ import pytest
 
 from flows.failure_mining import detectors as d
 from flows.failure_mining.evaluation import evaluate
+from flows.failure_mining.features import step_features
 from flows.failure_mining.mining import DETECTOR_VERSION, _lookup, mine, mine_frame
 from flows.failure_mining.report import failures_chart_svg
 from flows.failure_mining.rewards import RewardWeights, marked_step_rewards, step_rewards
@@ -445,8 +446,9 @@ def test_marked_rewards_are_the_rewarded_rows_whatever_the_step_numbering():
         findings = d.detect_all(numbered)
         dense = step_rewards(numbered, findings, RewardWeights(lt=0.7)).sort("trajectory_id", "step_index")
         clean = (pl.col("ct") == 1) & (pl.col("qt") == 1) & (pl.col("st") == 0) & (pl.col("lt") == 0)
-        marked = marked_step_rewards(numbered, findings, RewardWeights(lt=0.7)).sort("trajectory_id", "step_index")
-        assert marked.equals(dense.filter(~clean)) and 0 < marked.height < dense.height
+        for given in (numbered, step_features(numbered)):  # raw steps; features (they say where trajectories start)
+            marked = marked_step_rewards(given, findings, RewardWeights(lt=0.7)).sort("trajectory_id", "step_index")
+            assert marked.equals(dense.filter(~clean)) and 0 < marked.height < dense.height
 
 
 # ---- mining into the lake -------------------------------------------------------------------------------
