@@ -905,3 +905,18 @@ def test_without_a_replayer_a_step_whose_typing_already_held_leaves_its_press_ou
     chained = [s for s in specs if s.family == "multi_step"]
     assert chained and all(s.reference.count(NEXT) == 1 and s.reference[-1] != NEXT for s in chained), \
         "Next after the first step (the second step's fields show then), not after the last"
+
+
+def test_the_few_families_note_counts_chains_and_retrieves_as_families():
+    from types import SimpleNamespace as NS
+
+    from flows.task_synthesis.discovery.agent import notes
+
+    walk = NS(scans={}, pages=["/"], seconds=1.0, steps=3, transitions=[], changing=[], state=None, notes=[],
+              sign_in=None, initial=None)
+    fams = [NS(name=n) for n in ("create", "update", "delete")]
+    manifest = NS(name="app")
+    with_chains = [NS(family=f) for f in ["create", "update", "delete"] * 6 + ["multi_step"] * 2]
+    assert not any("few families" in n for n in notes(manifest, walk, fams, {}, with_chains, count=20))
+    without = [NS(family=f) for f in ["create", "update", "delete"] * 7]
+    assert any("few families" in n for n in notes(manifest, walk, fams, {}, without, count=20))

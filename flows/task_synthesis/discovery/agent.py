@@ -366,7 +366,7 @@ def notes(manifest: Any, walk: WalkResult, fams: list[Family], dropped: Any, pic
     if volatile:
         out.append(f"{name}: the state differs between two loads of the app ({len(volatile)} values made up per load, e.g. "
                    f"{sorted(volatile)[0][:40]!r}): {getattr(walk, 'left_out', 0)} candidates that named one were left out")
-    kinds = {f.name for f in fams} | ({"retrieve"} if any(p.family == "retrieve" for p in picked) else set())
+    kinds = {f.name for f in fams} | {p.family for p in picked}  # chains (multi_step) and retrieves are families too
     if len(kinds) < 4 or len(picked) < min(20, count):
         hints = []
         if not groups and not items and not cards:
