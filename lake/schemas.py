@@ -363,19 +363,28 @@ LATEST_BY_KEY: dict[str, tuple[str, str]] = {
 # as they were written). Its reward is the clean step's under those weights, computed as rewards.py does.
 DENSE_VIEWS: dict[str, str] = {"step_rewards": "step_rewards_sparse"}
 DENSE_VIEW_NEEDS: dict[str, tuple[str, ...]] = {"step_rewards": ("steps", "mined")}
-DENSE_VIEW_SQL: dict[str, str] = {
-    "step_rewards": """
-        SELECT * FROM step_rewards_sparse
+def step_rewards_sql(steps: str = "steps", trajectories: str | None = None) -> str:
+    """The `step_rewards` view's query: the rows written plus a clean row for every other step of a trajectory
+    mined with weights_json. `steps` names where the steps come from (the `steps` view, or a `read_parquet`
+    of some of its files); `trajectories`, a subquery of trajectory ids, keeps those only (a reader of a few
+    trajectories, such as an export batch, filters inside the query: DuckDB does not push a filter on the
+    view through its union and join, and would join every step)."""
+    only = f"trajectory_id IN {trajectories}" if trajectories else "true"
+    return f"""
+        SELECT * FROM step_rewards_sparse WHERE {only}
         UNION ALL
         SELECT s.trajectory_id, s.step_index, 1.0::DOUBLE AS ct, 1.0::DOUBLE AS qt, 0.0::DOUBLE AS st,
-               0.0::DOUBLE AS lt,
-               (m.weights_json->>'ct')::DOUBLE * 1.0 + (m.weights_json->>'qt')::DOUBLE * 1.0
-                 + (m.weights_json->>'st')::DOUBLE * 0.0 + (m.weights_json->>'lt')::DOUBLE * 0.0 AS reward,
-               m.weights_json, m.detector_version, m.run_id
-        FROM steps s JOIN mined m ON m.trajectory_id = s.trajectory_id AND m.weights_json IS NOT NULL
-        WHERE NOT EXISTS (SELECT 1 FROM step_rewards_sparse r WHERE r.trajectory_id = s.trajectory_id
-                          AND r.step_index = s.step_index AND r.detector_version = m.detector_version)""",
-}
+               0.0::DOUBLE AS lt, m.reward, m.weights_json, m.detector_version, m.run_id
+        FROM (SELECT trajectory_id, step_index FROM {steps} WHERE {only}) s
+        JOIN (SELECT trajectory_id, weights_json, detector_version, run_id,
+                     (weights_json->>'ct')::DOUBLE * 1.0 + (weights_json->>'qt')::DOUBLE * 1.0
+                       + (weights_json->>'st')::DOUBLE * 0.0 + (weights_json->>'lt')::DOUBLE * 0.0 AS reward
+              FROM mined WHERE weights_json IS NOT NULL AND {only}) m ON m.trajectory_id = s.trajectory_id
+        WHERE NOT EXISTS (SELECT 1 FROM step_rewards_sparse r WHERE {only} AND r.trajectory_id = s.trajectory_id
+                          AND r.step_index = s.step_index AND r.detector_version = m.detector_version)"""
+
+
+DENSE_VIEW_SQL: dict[str, str] = {"step_rewards": step_rewards_sql()}
 
 DUCKDB_TYPES = {
     pa.string(): "VARCHAR",

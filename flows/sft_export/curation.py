@@ -39,8 +39,10 @@ import pyarrow as pa
 
 from flows.sft_export.config import ExportConfig
 from lake import Lake
+from lake.schemas import step_rewards_sql
 
 BATCH_STEPS = 100_000
+_IN_BATCH = "(SELECT trajectory_id FROM kept WHERE ord BETWEEN $a AND $b)"  # a streamed batch's trajectories
 DUCKDB_MEMORY = "1GB"
 NEAR_GRID = 25
 DROP_REASONS = (
@@ -203,8 +205,7 @@ def stream_trajectories(
                 joined = (
                     "LEFT JOIN (SELECT trajectory_id, step_index, arg_max(ct, run_id) AS ct, arg_max(qt, run_id) AS qt, "
                     "arg_max(st, run_id) AS st, arg_max(lt, run_id) AS lt, arg_max(reward, run_id) AS reward "
-                    "FROM step_rewards WHERE trajectory_id IN "
-                    "(SELECT trajectory_id FROM kept WHERE ord BETWEEN $a AND $b) GROUP BY 1, 2) r "
+                    f"FROM ({step_rewards_sql('read_parquet($files)', _IN_BATCH)}) GROUP BY 1, 2) r "
                     "USING (trajectory_id, step_index) "
                 )
             reader = con.sql(
