@@ -17,14 +17,19 @@ loop / exact_repeat
 loop / short_cycle
     a period 2-4 cycle over (turn, screen): for p consecutive steps the turn and the screen it was taken on
     equal those p steps earlier (A-B-A-B on the same screens). Smallest period wins; period 1 is
-    exact_repeat's.
+    exact_repeat's. Without comparable screens, a cycle of 2-4 turns whose passes the model reports
+    failing: a turn issued 3+ times, each within 4 steps of the last with other turns between (tick the
+    box, press Verify, tick the box, ...), 2+ of its issues failed or reported failed by the next turn's
+    words (`_reported_passes`). An action the importer could not map repeats by its name (a tab switch),
+    but only the model's words or errors decide whether repeating it was a loop.
 loop / no_progress
     3+ consecutive steps whose actions all left the screen unchanged (call_user and terminate break the
     streak: asking and stopping are not attempts to change the screen; so does a click that hit nothing,
     which is a bad_args finding of its own).
 loop / repeated_typing
     the same type action (same target and text) issued on 3+ steps of a trajectory, not all in one
-    consecutive run (a single run is exact_repeat's). The range runs from the second issue to the last.
+    consecutive run (a single run is exact_repeat's), 2+ of them ineffective (failed, the screen unchanged,
+    or the next turn's words say it did not take). The range runs from the second issue to the last.
     Only typing into a named target counts: the same zip code typed into whatever had focus on three
     different pages is three searches, not a loop.
 bad_args / format_error, schema_invalid, coords_out_of_range
@@ -72,10 +77,12 @@ from flows.failure_mining.features import (
     ENGINE,
     EVIDENCE_LEVELS,
     HOST,
+    REVISIT_WINDOW,
     SCROLLS,
     as_features,
     nxt,
     prev,
+    recurs,
 )
 from flows.failure_mining.side_effects import consented
 from sandboxes.actions import ACTION_NAMES
@@ -118,7 +125,15 @@ NEAR = 16  # grid points (of 0..999) within which two coordinate clicks aim at t
 NEAR_FACTOR = 0.85
 REAIM = 60  # grid points: a click re-aimed at a control the model says did not respond (tuned)
 SCROLL_FACTOR = 0.0  # from actions alone a scroll repeat is reading, never a loop: only screens can tell
+# ... as is pressing a control that steps (a list's Next, a calendar's next month, a counter's +): how one
+# pages through results or moves a date on; only screens, errors or the model's words can tell it did nothing
+_STEPPING = (
+    r"(?i)^\W*(?:next|previous|prev|more|load more|show more|see more|next page|next month|previous month|"
+    r"forward|back|increase|decrease|\+|-|›|»|‹|«|>|<|weiter|zurück|suivant|précédent|siguiente|"
+    r"anterior)\W*$"
+)
 NO_PROGRESS_STEPS = 3
+MAX_DETOURS = 1  # turns that recur nowhere near, allowed between two passes of a cycle (a varying tile)
 PERIODS = (2, 3, 4)
 _MAX_EVIDENCE_ACTION = 300
 _OUT_OF_RANGE = r'"(?:x|y|x2|y2)"\s*:\s*(?:-\d|\d{4,}|\d+\.\d*[1-9])'
@@ -212,10 +227,13 @@ def _level_name(rank: pl.Expr) -> pl.Expr:
 
 def shared(f: pl.LazyFrame) -> pl.LazyFrame:
     """Columns several detectors read, added once (run_checks materialises them before every plan):
-    `again` (the turn repeats the previous one, `_again_expr`) and `hit_nothing` (`_click_hit_nothing_expr`)."""
+    `again` (the turn repeats the previous one, `_again_expr`), `hit_nothing` (`_click_hit_nothing_expr`)
+    and `sensitive_kind` (`_sensitive_kind_expr`)."""
     if "hit_nothing" in f.collect_schema().names():
         return f
-    return f.with_columns(again=_again_expr()).with_columns(hit_nothing=_click_hit_nothing_expr())
+    return f.with_columns(again=_again_expr(), sensitive_kind=_sensitive_kind_expr()).with_columns(
+        hit_nothing=_click_hit_nothing_expr()
+    )
 
 
 def runs(frame: pl.LazyFrame, flag: pl.Expr, **aggs: pl.Expr) -> pl.LazyFrame:
@@ -267,26 +285,39 @@ def _again_expr() -> pl.Expr:
     return pl.col("is_repeat") | (near_click & (near | re_aimed)).fill_null(False)
 
 
+def _reported() -> pl.Expr:
+    """The next step's words say this step's action did not work, in a turn of their own (the steps of one
+    turn that plans its repeats saw nothing new)."""
+    return (nxt(pl.col("said_failed")) & ~nxt(pl.col("same_turn"))).fill_null(False)
+
+
+def _unobserved() -> pl.Expr:
+    """The step's effect is not observed: no comparable next screen, or no next step at all."""
+    return pl.col("unknown") | (~pl.col("same_next") & pl.col("changed").is_null())
+
+
 def _repeat_runs(f: pl.LazyFrame) -> pl.LazyFrame:
     """Runs of the same turn issued back to back, with how many repeats were provably ineffective, provably
     effective or of unknown effect, and the confidence that the run is a loop (see `_loop_confidence`)."""
     new_turn = ~nxt(pl.col("same_turn")).fill_null(False)  # the next step's words are a new observation
     f = f.with_columns(
         _again=_again(),
-        _reported=(nxt(pl.col("said_failed")) & new_turn).fill_null(False),
+        _reported=_reported(),
         _worked=(nxt(pl.col("said_worked")) & new_turn).fill_null(False),
     )
     again = pl.col("_again")
     member = again | nxt(again).fill_null(False)
     attempt = again & ~pl.col("same_turn")  # a repeat in a turn of its own; one turn's repeats are planned
     reported = pl.col("_reported")  # the next turn says this one did not work (read before rows are dropped)
-    # the effect is not observed: no comparable next screen, or no next step at all (the run ends on it)
-    unobserved = pl.col("unknown") | (~pl.col("same_next") & pl.col("changed").is_null())
+    unobserved = _unobserved()  # no comparable next screen, or no next step (the run ends on it)
     # the first attempt counts too when the next turn reports it failed (mining-4: a run of 3 whose last
     # attempt worked has 2 failed attempts, the original and the first repeat)
-    ineffective = (attempt & (pl.col("failed") | _unchanged())) | ((attempt | ~again) & reported & unobserved)
+    ineffective = (attempt & (pl.col("failed") | _unchanged() & ~pl.col("unmapped"))) | (
+        (attempt | ~again) & reported & unobserved
+    )
     undecided = attempt & ~pl.col("failed") & unobserved & ~reported & ~pl.col("_worked")
-    level = pl.when(reported & unobserved).then(pl.lit(_RANK["reasoning"], pl.Int8)).otherwise("ev_rank")
+    # the strongest evidence wins: a repeat that failed (errors) and that the next turn reports failed too
+    level = pl.max_horizontal("ev_rank", pl.when(reported & unobserved).then(_rank_of("reasoning")))
     return (  # row-level values first, on the (few) member rows; the aggregations are then plain ones
         f.with_columns(_run=(~again).cum_sum())
         .filter(member)
@@ -306,7 +337,9 @@ def _repeat_runs(f: pl.LazyFrame) -> pl.LazyFrame:
             last_step=pl.col("step_index").max(),
             n=pl.col("_attempt").sum() + 1,  # turns: the original and the repeats in turns of their own
             exact=pl.col("_exact").all(),
-            scrolling=pl.col("action_name").first().is_in(SCROLLS),
+            scrolling=pl.col("action_name").first().is_in(SCROLLS)
+            | pl.col("unmapped").first()
+            | pl.col("target_name").first().str.contains(_STEPPING).fill_null(False),
             ineffective=pl.col("_ineffective").sum(),
             undecided=pl.col("_undecided").sum(),
             level=pl.col("_level").max(),
@@ -323,7 +356,8 @@ def _loop_confidence() -> pl.Expr:
     confirm it; repeats proven effective clear it (pressing "next" on a list). From actions alone the
     confidence grows with the run's length (3 turns 0.75, 4 turns 0.9, 5+ 0.95), less for near-identical
     clicks (x0.85); a scroll repeated by the same amount is how one reads a long page, so from actions
-    alone it is never a loop (undecidable until a screenshot shows the page did not move)."""
+    alone it is never a loop (undecidable until a screenshot shows the page did not move); so are a
+    stepping control pressed again (`_STEPPING`: Next, More, +) and an action the importer could not map."""
     from_actions = (
         (pl.col("n") * 0.15 + 0.3).clip(upper_bound=0.95)
         * pl.when(pl.col("exact")).then(1.0).otherwise(NEAR_FACTOR)
@@ -413,11 +447,98 @@ def _cycles(f: pl.LazyFrame) -> pl.LazyFrame:
     return f.filter(candidate & (pl.col("act") != "[]")).with_columns(period=period, cyc=cyc)
 
 
+def _reported_passes(f: pl.LazyFrame) -> pl.LazyFrame:
+    """Passes of a cycle the model reports failing, for sources without comparable screens: one row per
+    chain of issues of one turn each within REVISIT_WINDOW steps of the last, with at least one other turn
+    between two of them (A-B-A-B-A, A-B-C-A-B-C-A; back-to-back repeats only are exact_repeat's) and at
+    most MAX_DETOURS turns that recur nowhere near (a pass may vary one turn: another CAPTCHA tile; a turn
+    tried again after a detour - accept, sign in, go back, accept - is a new approach), 3+ issues of which
+    2+ failed or were reported failed by the next turn's words while their effect was not observed. Chains
+    of the turns of one cycle overlap; they are merged into one finding."""
+    t, h, row = pl.col("traj_no"), pl.col("act_h"), pl.col("row")
+    d = pl.col("_detours")  # turns so far that recur nowhere near
+    near = (row - row.shift(1) <= REVISIT_WINDOW) & (d - d.shift(1) <= MAX_DETOURS)
+    linked = (t == t.shift(1)) & (h == h.shift(1)) & near
+    bad = (pl.col("failed") | _reported()) & _unobserved()
+    enough = (  # trajectories with too few bad steps are left out first, whole (the lags stay right)
+        f.filter(bad).group_by("traj_no").len().filter(pl.col("len") >= MIN_INEFFECTIVE).select("traj_no")
+    )
+    chains = (
+        f.select(
+            "trajectory_id",
+            "traj_no",
+            "row",
+            "step_index",
+            "act_h",
+            "act",
+            "unmapped",
+            "action_name",
+            _bad=bad,
+            _level=pl.when(pl.col("failed")).then(_rank_of("errors")).otherwise(_rank_of("reasoning")),
+        )
+        .join(enough, on="traj_no", how="semi", maintain_order="left")
+        .with_columns(_recurs=recurs())
+        .with_columns(_detours=(~pl.col("_recurs")).cum_sum())
+        .filter("_recurs")
+        .sort("traj_no", "act_h", "row")
+        .with_columns(_gap=pl.when(linked.fill_null(False)).then(row - row.shift(1)))
+        .with_columns(_chain=pl.col("_gap").is_null().cum_sum())
+        .group_by("_chain")
+        .agg(
+            pl.col("trajectory_id").first(),
+            pl.col("traj_no").first(),
+            action=pl.col("act").first(),
+            n=pl.len(),
+            second=pl.col("step_index").get(1, null_on_oob=True),  # rows keep their order within a group
+            last_step=pl.col("step_index").max(),
+            interleaved=(pl.col("_gap") > 1).any(),
+            ineffective=pl.col("_bad").sum(),
+            level=pl.col("_level").filter(pl.col("_bad")).max(),
+        )
+        .filter(
+            (pl.col("n") >= MIN_REPEATS) & pl.col("interleaved") & (pl.col("ineffective") >= MIN_INEFFECTIVE)
+        )
+        .sort("traj_no", "second")
+        .with_columns(_reach=pl.col("last_step").cum_max().over("traj_no"))
+    )
+    apart = pl.col("second") > pl.col("_reach").shift(1).over("traj_no") + 1  # null on a trajectory's first
+    return (
+        chains.with_columns(_merge=apart.fill_null(True).cum_sum())
+        .group_by("_merge")
+        .agg(
+            pl.col("trajectory_id").first(),
+            first_step=pl.col("second").min(),
+            last_step=pl.col("last_step").max(),
+            passes=pl.col("n").max(),
+            ineffective=pl.col("ineffective").sum(),
+            level=pl.col("level").max(),
+            action=pl.col("action").first().str.slice(0, _MAX_EVIDENCE_ACTION),
+        )
+    )
+
+
+def _rank_of(level: str) -> pl.Expr:
+    return pl.lit(_RANK[level], pl.Int8)
+
+
 @check
 def detect_short_cycles(f: pl.LazyFrame) -> pl.LazyFrame:
-    """A-B-A-B on the same screens: the agent goes round in a circle without getting anywhere."""
+    """A-B-A-B on the same screens: the agent goes round in a circle without getting anywhere; without
+    screens, a cycle whose passes the model reports failing (`_reported_passes`)."""
     cands = _cycles(f)
-    parts = []
+    passes = _reported_passes(f)
+    parts = [
+        _findings(
+            passes,
+            "loop",
+            "short_cycle",
+            pl.col("first_step"),
+            pl.col("last_step"),
+            {"passes": pl.col("passes"), "ineffective": pl.col("ineffective"), "action": pl.col("action")},
+            level=_level_name(pl.col("level")),
+            confidence=0.9,
+        )
+    ]
     for p in PERIODS:
         found = runs(cands, pl.col("cyc") & (pl.col("period") == p), level=pl.col("ev_rank").max())
         found = found.filter(pl.col("n") >= p)
@@ -490,16 +611,18 @@ def undecidable_no_progress(f: pl.LazyFrame) -> pl.LazyFrame:
 def detect_repeated_typing(f: pl.LazyFrame) -> pl.LazyFrame:
     """The same text typed into the same place again and again, across other steps."""
     found = (
-        f.filter((pl.col("action_name") == "type") & ~pl.col("targetless"))  # "the same place" must be known
+        f.with_columns(_bad=pl.col("failed") | _unchanged() | (_reported() & _unobserved()))
+        .filter((pl.col("action_name") == "type") & ~pl.col("targetless"))  # "the same place" must be known
         .group_by(key=pl.col("act_h") ^ pl.col("traj_no").hash())  # (trajectory, turn) as one integer
         .agg(
             pl.col("trajectory_id").first(),
             n=pl.len(),
             occasions=(~pl.col("is_repeat")).sum(),
+            ineffective=pl.col("_bad").sum(),
             steps=pl.col("step_index"),
             act=pl.col("act").first(),
         )
-        .filter((pl.col("n") >= 3) & (pl.col("occasions") >= 2))
+        .filter((pl.col("n") >= 3) & (pl.col("occasions") >= 2) & (pl.col("ineffective") >= MIN_INEFFECTIVE))
     )
     return _findings(
         found,
@@ -736,9 +859,18 @@ def _last_index_where(cond: pl.Expr) -> pl.Expr:
 
 
 def _sens() -> pl.Expr:
+    return pl.col("sensitive_kind")
+
+
+def _sensitive_kind_expr() -> pl.Expr:
     """The step's sensitive kind. A trajectory of one of our sandboxes (`sandbox` set) has a manifest, and
-    its sensitive list is the list (it overrides recognition); foreign ones are recognised (side_effects)."""
-    return pl.when((pl.col("sens_from") == "manifest") | pl.col("sandbox").is_null()).then(pl.col("sens"))
+    its sensitive list is the list (it overrides recognition); foreign ones are recognised (side_effects),
+    a control named only "Submit" or "Send" when the instruction asks for that kind of thing (the
+    instruction is searched on those few steps only)."""
+    generic = pl.col("sens_generic")
+    asked = consented(pl.col("sens"), pl.when(generic).then(pl.col("instruction")))
+    recognised = pl.col("sandbox").is_null() & (~generic | asked)
+    return pl.when((pl.col("sens_from") == "manifest") | recognised).then(pl.col("sens"))
 
 
 def _moved_on() -> pl.Expr:

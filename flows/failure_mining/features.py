@@ -20,8 +20,10 @@ Conventions the detectors rely on:
   action names as its target (the target's name, label or text; for a coordinate click, the control the
   model's own output said it was clicking, e.g. `Let me click "Add to cart"`), for side-effect recognition;
 - `sens` is the step's sensitive kind (see side_effects: the manifest's, else recognised from the target's
-  name, else from the URL it led to; null when the action failed) and `sens_from` what said so;
-- `same_turn`: the step belongs to the previous step's turn, a turn that plans a repeat (see `_turns`);
+  name and role, else from the URL it led to; null when the action failed), `sens_from` what said so and
+  `sens_generic` that it rests on a name such as "Submit" alone (the detectors ask the instruction);
+- `same_turn`: the step belongs to the previous step's turn, a turn that plans a repeat (see
+  `_with_model_words`);
 - `said_failed`: the step's own raw output says the previous action did not work ("still showing", "didn't
   open", "try again"; English only): the model's report of an effect it saw, evidence level `reasoning`;
   `said_worked`: it says the previous action did what it meant ("Now I have 2 protons", "has been added")
@@ -38,7 +40,7 @@ from collections.abc import Callable
 
 import polars as pl
 
-from flows.failure_mining.side_effects import control_kind, effect_kind
+from flows.failure_mining.side_effects import control_kind, effect_kind, generic_name
 
 CLICKS = ("left_click", "double_click", "right_click", "middle_click", "triple_click", "tap")
 SCROLLS = ("scroll", "hscroll")
@@ -71,29 +73,42 @@ _TYPES = {"step_index": pl.Int32, "ok": pl.Boolean}
 # mine_frame 4.3 -> 3.0), and the miner's frames fit in memory by construction (batches of whole files).
 ENGINE = "in-memory"
 _FIRST_ACTION = r'^\[\s*\{\s*"action"\s*:\s*"([A-Za-z_]+)"'
+# An imported action our action space has no counterpart for (a tab switch, a wait, a slider): its actions
+# JSON is empty, its format_error names it (flows.rollout.foreign_formats), so that names the turn.
+_UNMAPPED = "unmapped_action:"
+REVISIT_WINDOW = 4  # steps within which a turn issued again is one more pass at it (a cycle of up to 4 turns)
 ORIGIN = r"^([A-Za-z][A-Za-z0-9+.-]*://[^/?#]+)"
 HOST = r"^[A-Za-z][A-Za-z0-9+.-]*://([^/?#]+)"
+_TARGET_ROLE = r'"target"\s*:\s*\{[^}]*?"role"\s*:\s*"([^"]{1,40})"'
 _TARGET_NAME = r'"target"\s*:\s*\{[^}]*?"(?:name|label|text)"\s*:\s*"((?:[^"\\]|\\.){1,120})"'
 # ... or the purpose it gave for the click: `click the cart icon to add this iPad to the bag`.
 _SAID_PURPOSE = (
     r"(?i)\b(?:click|tap|press)\w*\b[^.\n]{0,80}?\bto (add\b[^.\n]{0,50}?\bto (?:the |my |your |a )?"
     r"(?:cart|bag|basket|trolley|wish ?list|favou?rites|order)\b)"
 )
-# The model saying its previous action did not work (English only): "still showing", "didn't", "try again".
+# The model saying its previous action did not work (English only): "still showing", "didn't", "try again";
+# and the verdict words agents put on their own last step ("Failed - ...", "failure: the previous action
+# failed", "was not successful", "did not succeed", "was not executed": mining-5, none of them in Claude's
+# words on the ABP set, all of them in Browser-Use's, Notte's and proxy-lite's).
 _SAID_NO_EFFECT = (
     r"(?i)\b(?:still (?:\w+ ){0,2}?(?:showing|there|visible|the same|not|on the|shows?|persists?|open|closed|"
     r"selected|displayed|present|loading)|didn'?t (?:\w+ )?(?:work|open|navigate|change|register|apply|respond|"
     r"seem|take|go through|load|expand|close|select|happen)|did not (?:\w+ )?(?:work|open|navigate|change|"
     r"register|apply|respond|take|load|expand|close|select|happen)|doesn'?t seem to|does not seem to|"
+    r"failed|unsuccessful(?:ly)?|not successful(?:ly)?|^\s*failure|did(?: not|n'?t) (?:\w+ ){0,2}?succeed|"
+    r"did(?: not|n'?t) (?:\w+ )?(?:lead|redirect|reveal|trigger|dismiss|proceed|advance|return)|"
+    r"(?:was|were)(?: not|n'?t) (?:\w+ )?(?:executed|completed)|"
     r"isn'?t (?:working|responding|opening)|not (?:working|responding|navigating)|hasn'?t (?:changed|been|opened|"
     r"updated)|no (?:change|effect)|nothing (?:happened|changed)|(?:try|trying) (?:again|clicking)|"
     r"more precise(?:ly)?|more precision|keeps? (?:intercepting|hitting|expanding)|persists?|persistent|"
     r"accidentally|got selected instead)"
 )
 # The model reporting that its previous action did what it wanted (English only): "Now I have 2 protons",
-# "it shows 2+", "has been added". Read only where the step's words do not also say it failed.
+# "it shows 2+", "has been added", a verdict that opens its words ("Success - ..."). Read only where the
+# step's words do not also say it failed.
 _SAID_WORKED = (
-    r"(?i)(?:^|[.!\n]\s*)(?:good|great|perfect|excellent)\b|\b(?:now (?:I have|it shows|it says|shows|says|"
+    r"(?i)(?:^|[.!\n]\s*)(?:good|great|perfect|excellent)\b|^\s*(?:success|successful|succeeded)\b|"
+    r"\b(?:now (?:I have|it shows|it says|shows|says|"
     r"displays|has|there (?:is|are))|it (?:now )?shows \S|I'?ve (?:added|selected|set|increased|decreased|"
     r"moved|entered)|(?:has|have) been (?:added|selected|applied|set|updated|increased|entered|submitted|saved)|"
     r"is now (?:selected|set|checked|open|showing|applied|displayed|active)|(?:successfully|worked)\b)"
@@ -184,7 +199,8 @@ def _per_action(acts: pl.LazyFrame) -> pl.LazyFrame:
         .with_columns(
             has_call_user=contains_action("call_user"),
             has_terminate=contains_action("terminate"),
-            _target_kind=control_kind(pl.col("target_name")),
+            _target_kind=control_kind(pl.col("target_name"), pl.col("act").str.extract(_TARGET_ROLE, 1)),
+            _target_generic=generic_name(pl.col("target_name")),
         )
         .drop("act")
     )
@@ -203,7 +219,8 @@ def step_features(steps: pl.LazyFrame | pl.DataFrame) -> pl.DataFrame:
         failed=pl.col("ok").not_().fill_null(False),
         tree=pl.when(pl.col("ui_tree_sha").is_not_null()).then(pl.col("ui_tree_sha").hash()),
         shot=pl.when(pl.col("screenshot_sha").is_not_null()).then(pl.col("screenshot_sha").hash()),
-    ).with_columns(act_h=pl.col("act").hash())
+        unmapped=pl.col("format_error").str.starts_with(_UNMAPPED).fill_null(False),
+    ).with_columns(act_h=pl.when(pl.col("unmapped")).then(pl.col("format_error")).otherwise("act").hash())
     base = lf.collect(engine=ENGINE)
     per_action = _per_action(base.lazy().select("act_h", "act").unique("act_h")).collect(engine=ENGINE)
     at = base["act_h"].replace_strict(  # each step's row in per_action: a hash lookup, then plain gathers
@@ -222,7 +239,7 @@ def step_features(steps: pl.LazyFrame | pl.DataFrame) -> pl.DataFrame:
         .with_columns(
             is_repeat=pl.col("same_prev")
             & (pl.col("act_h") == pl.col("act_h").shift(1))
-            & (pl.col("act") != "[]"),
+            & ((pl.col("act") != "[]") | pl.col("unmapped")),
             changed=pl.coalesce(
                 "tree_changed", "shot_changed", pl.when(pl.col("url_changed").fill_null(False)).then(True)
             ),
@@ -247,74 +264,81 @@ def step_features(steps: pl.LazyFrame | pl.DataFrame) -> pl.DataFrame:
     return _with_sensitive(out.drop("raw_output").with_columns(first_origin=_first_origin(out)))
 
 
+def recurs() -> pl.Expr:
+    """The turn recurs within REVISIT_WINDOW steps of this one, before or after, in the same trajectory (a
+    repeat, or one pass of a cycle of 2-4 turns: tick the box, press Verify, tick the box...); scrolls and
+    empty turns never do (scrolling on is reading, see detectors.SCROLL_FACTOR: "the results still show all
+    breeds" while scrolling is about the page)."""
+    h, t = pl.col("act_h"), pl.col("traj_no")
+    lags = [p for k in range(1, REVISIT_WINDOW + 1) for p in (k, -k)]
+    again = pl.any_horizontal([(h == h.shift(p)) & (t == t.shift(p)) for p in lags]).fill_null(False)
+    acted = (pl.col("act") != "[]") | pl.col("unmapped")
+    return again & acted & ~pl.col("action_name").is_in(SCROLLS).fill_null(False)
+
+
 def _with_model_words(features: pl.DataFrame) -> pl.DataFrame:
-    """`said_failed`, and `target_name` for coordinate clicks from the model's words (with `_named_kind`, the
-    sensitive kind of the final target name). Only the rows that can use them are searched - coordinate
-    clicks, repeated turns other than scrolls (a click by element, a typing, a tab switch: the loop detectors
-    read what the next turn says of each) and the steps right after one - since raw outputs are the longest text
-    of a step, and each distinct text once (a policy's outputs repeat)."""
-    click = pl.col("targetless") & pl.col("action_name").is_in(CLICKS) & pl.col("raw_output").is_not_null()
-    repeat = pl.col("is_repeat") & ~pl.col("action_name").is_in(SCROLLS)  # scrolling on is reading (see
-    # detectors.SCROLL_FACTOR): "the results still show all breeds" while scrolling is about the page
-    read = click | (repeat | repeat.shift(-1)) & pl.col("raw_output").is_not_null()
-    after_click = (pl.col("same_prev") & read.shift(1)).fill_null(False)
-    wanted = features.select(click=click.fill_null(False), after=after_click | read.fill_null(False))
-    rows = (wanted["click"] | wanted["after"]).arg_true()
+    """`said_failed`, `said_worked`, `same_turn`, and `target_name` for coordinate clicks from
+    the model's words (with `_named_kind`, the sensitive kind of the final target name). Only the rows that
+    can use them are searched - coordinate clicks, turns that recur within a few steps (`recurs`: a click by
+    element, a typing, a tab switch: the loop detectors read what the next turn says of each) and the steps
+    right after one - since raw outputs are the longest text of a step, and each distinct text once (a
+    policy's outputs repeat).
+
+    `same_turn`: the step's words are the previous step's, word for word but for their last line (the
+    action: ABP's harness logs a turn's thought on each of its actions), and name a count ("Let me click the
+    plus button 4 times"): one turn that plans its repeats, not new attempts. Words repeated without a count
+    are not enough for that: on the ABP set three labelled loops are re-clicks whose thought the model
+    repeated word for word ("Let me click the X button on the cookie banner more precisely" twice)."""
+    click = pl.col("targetless") & pl.col("action_name").is_in(CLICKS)
+    read = (click | recurs()).fill_null(False) & pl.col("raw_output").is_not_null()
+    after = (pl.col("same_prev") & read.shift(1)).fill_null(False) & pl.col("raw_output").is_not_null()
+    wanted = features.select(click=(click & read).fill_null(False), rows=read | after)
+    rows = wanted["rows"].arg_true()
     picked = features.select("raw_output").gather(rows).with_columns(
         h=pl.col("raw_output").hash(), click=wanted["click"].gather(rows)
     )
     texts = picked.select("h", "raw_output").unique("h")
     picked = picked.drop("raw_output")
+    raw = pl.col("raw_output")
     named = pl.coalesce(
-        pl.col("raw_output").str.extract_all(_SAID_TARGET).list.last().str.extract(_SAID_TARGET, 1),
-        pl.col("raw_output").str.extract(_SAID_PURPOSE, 1),
+        raw.str.extract_all(_SAID_TARGET).list.last().str.extract(_SAID_TARGET, 1),
+        raw.str.extract(_SAID_PURPOSE, 1),
     )
     said = texts.select(
         "h",
-        failed=pl.col("raw_output").str.contains(_SAID_NO_EFFECT),
-        worked=pl.col("raw_output").str.contains(_SAID_WORKED),
-        new=pl.col("raw_output").str.contains(_SAID_NEW),
+        failed=raw.str.contains(_SAID_NO_EFFECT),
+        worked=raw.str.contains(_SAID_WORKED),
+        new=raw.str.contains(_SAID_NEW),
+        planned=raw.str.contains("\n", literal=True) & raw.str.contains(_SAID_TIMES),
+        words=raw.str.replace(r"\n[^\n]*\z", "").hash(),
         named=named,
-    ).with_columns(kind=control_kind(pl.col("named")))
+    ).with_columns(kind=control_kind(pl.col("named")), generic=generic_name(pl.col("named")))
     said = picked.join(said, on="h", how="left", maintain_order="left").with_columns(
-        named=pl.when(pl.col("click")).then("named"), kind=pl.when(pl.col("click")).then("kind")
+        named=pl.when(pl.col("click")).then("named"),
+        kind=pl.when(pl.col("click")).then("kind"),
+        generic=pl.when(pl.col("click")).then("generic"),
     )
     n = features.height
-    turn = _turns(features)
-    failed = pl.repeat(False, n, eager=True).scatter(rows, said["failed"]).fill_null(False)
-    worked = pl.repeat(False, n, eager=True).scatter(rows, said["worked"]).fill_null(False)
-    new = pl.repeat(False, n, eager=True).scatter(rows, said["new"]).fill_null(False)
+
+    def spread(col: str, dtype: pl.DataType = pl.Boolean, default=False) -> pl.Series:
+        return pl.repeat(default, n, dtype=dtype, eager=True).scatter(rows, said[col])
+
+    failed, worked, new = (spread(c).fill_null(False) for c in ("failed", "worked", "new"))
     failed = failed & ~new  # "The right arrow is still visible" after new items appeared: progress
-    named = pl.repeat(None, n, dtype=pl.String, eager=True).scatter(rows, said["named"])
-    kind = pl.repeat(None, n, dtype=pl.String, eager=True).scatter(rows, said["kind"])
+    words = spread("words", pl.UInt64, None)
+    same_words = (features["same_prev"] & (words == words.shift(1))).fill_null(False)
     return features.with_columns(
-        same_turn=turn,
+        same_turn=same_words & spread("planned").fill_null(False),
         said_failed=failed,
         said_worked=(worked & ~failed) | new,
-        _named_kind=pl.when(pl.col("target_name").is_not_null()).then(pl.col("_target_kind")).otherwise(kind),
-        target_name=pl.coalesce(pl.col("target_name"), named),
-    ).drop("_target_kind")
-
-
-def _turns(features: pl.DataFrame) -> pl.Series:
-    """`same_turn`: one turn of several actions that says it repeats one ("Let me click the plus button 4
-    times"): the step's words equal the previous step's (their raw outputs differ only in the last line,
-    the action; ABP's harness logs a turn's thought on each of its actions) and name a count. Such repeats
-    are planned, not new attempts, and a step of that turn saw nothing new, so its words report nothing
-    about the previous step. Words repeated verbatim without a count are not enough: on the ABP set three
-    labelled loops are re-clicks whose thought the model repeated word for word ("Let me click the X
-    button on the cookie banner more precisely" twice). Only repeats and the steps before them are
-    compared (the text is the longest of a step)."""
-    repeat = pl.col("is_repeat") | (pl.col("targetless") & pl.col("action_name").is_in(CLICKS))
-    wanted = features.select(
-        w=(repeat | repeat.shift(-1)).fill_null(False) & pl.col("raw_output").is_not_null()
-    )
-    rows = wanted["w"].arg_true()
-    raw = features["raw_output"].gather(rows)
-    planned = raw.str.contains("\n", literal=True) & raw.str.contains(_SAID_TIMES)
-    words = pl.select(pl.when(planned).then(raw.str.replace(r"\n[^\n]*\z", "").hash())).to_series()
-    h = pl.repeat(None, features.height, dtype=pl.UInt64, eager=True).scatter(rows, words)
-    return (features["same_prev"] & (h == h.shift(1))).fill_null(False).alias("same_turn")
+        _named_kind=pl.when(pl.col("target_name").is_not_null())
+        .then(pl.col("_target_kind"))
+        .otherwise(spread("kind", pl.String, None)),
+        _named_generic=pl.when(pl.col("target_name").is_not_null())
+        .then(pl.col("_target_generic"))
+        .otherwise(spread("generic").fill_null(False)),
+        target_name=pl.coalesce(pl.col("target_name"), spread("named", pl.String, None)),
+    ).drop("_target_kind", "_target_generic")
 
 
 def _per_value(values: pl.Series, kind: Callable[[pl.Expr], pl.Expr]) -> pl.Series:
@@ -328,8 +352,9 @@ def _per_value(values: pl.Series, kind: Callable[[pl.Expr], pl.Expr]) -> pl.Seri
 
 def _with_sensitive(features: pl.DataFrame) -> pl.DataFrame:
     """`sens` and `sens_from` (see the module docstring; `sens_from` is null where `sens` is)."""
-    named = pl.col("_named_kind")
     observed = nxt(pl.lit(_per_value(features["url"], effect_kind)))
+    generic = pl.col("_named_generic") & observed.is_null()  # a URL that shows the effect says more
+    named = pl.when(~pl.col("_named_generic") | generic).then(pl.col("_named_kind"))
     sens = pl.when(~pl.col("failed")).then(pl.coalesce(pl.col("sensitive"), named, observed))
     return features.with_columns(
         sens=sens,
@@ -340,7 +365,9 @@ def _with_sensitive(features: pl.DataFrame) -> pl.DataFrame:
         .when(named.is_not_null())
         .then(pl.lit("actions"))
         .otherwise(pl.lit("url")),
-    ).drop("_named_kind")
+        # the kind rests on a name that says only that a form is sent (side_effects.GENERIC_WORDS)
+        sens_generic=pl.col("sensitive").is_null() & named.is_not_null() & generic,
+    ).drop("_named_kind", "_named_generic")
 
 
 def _first_origin(features: pl.DataFrame) -> pl.Series:

@@ -54,6 +54,12 @@ KNOWN_SETS = {
         EVAL_DATA / "operator_evals_run2_labels.jsonl",
         False,
     ),
+    "webarena_colorbrowser": (  # WEBARENA_COLORBROWSER.md; another agent and harness, labelled blind, never tuned on
+        "FLYWHEEL_MINING_EVAL_WEBARENA",
+        "webarena_colorbrowser",
+        EVAL_DATA / "webarena_colorbrowser_labels.jsonl",
+        False,
+    ),
 }
 HALVES = ("tune", "held_out")
 
@@ -150,8 +156,10 @@ def labels_for(frames: dict[str, pl.DataFrame], labels: str | Path) -> tuple[pl.
 
 
 def same_action_baseline(steps: pl.DataFrame, n: int = BASELINE_REPEATS) -> pl.DataFrame:
-    """ "The same action n times in a row" as loop findings (the range of the repeats after the first)."""
-    f = step_features(steps)
+    """ "The same action n times in a row" as loop findings (the range of the repeats after the first): the
+    same actions JSON, so an action the importer could not map (an empty JSON) repeats nothing, as the
+    baseline counted it from the start (the detectors' own repeats count those by their name)."""
+    f = step_features(steps).with_columns(is_repeat=pl.col("is_repeat") & (pl.col("act") != "[]"))
     member = pl.col("is_repeat") | pl.col("is_repeat").shift(-1).fill_null(False)
     runs = (
         f.lazy()

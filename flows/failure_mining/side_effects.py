@@ -4,7 +4,10 @@ A step is sensitive when
 - the sandbox manifest said so (the steps' `sensitive` column, written by our rollouts): it always wins;
 - else its target names a state-changing control: the target's name, label or text, or for a coordinate
   click the control the model's own output said it was clicking (`features.target_name`), matched against
-  the verbs below (delete, remove, submit, send, post, pay, purchase, book, transfer, confirm, ...);
+  the verbs below (delete, remove, submit, send, post, pay, purchase, book, transfer, confirm, ...) - but a
+  link named Buy, Book, Sign up or Send opens a flow and commits nothing (NAVIGATING_KINDS), and a control
+  named only "Submit", "Send" or "Confirm" (GENERIC_WORDS) counts only where the instruction asks for that
+  kind of thing (detectors._sens) or the URL it led to shows the effect;
 - else the step led to a URL that only a state change leads to (`/order/confirmation`, `/thank-you`,
   `.../delete`): an observed effect. Going to a checkout or payment page pays nothing yet: neither the
   word "checkout" nor such a URL counts.
@@ -180,6 +183,41 @@ CONSENT_WORDS: dict[str, tuple[str, ...]] = {
     "send": (*CONTROL_WORDS["send"], "message", "email", "comment", "review"),
     "account": (*CONTROL_WORDS["account"], "account", "newsletter"),
 }
+# A link is navigation: one named Buy, Book, Sign up or Send opens the flow (the store's configurator, the
+# sign-up form) and commits nothing itself; a link that says it adds or removes a thing may commit by itself
+# (shops' `?add-to-cart=` links, a cart's remove link), so those kinds still count for links.
+NAVIGATING_KINDS = ("pay", "book", "account", "send", "confirm")
+LINK_ROLES = ("link",)
+# Names that say only that a form is sent, not what it changes: "Submit", "Send", "OK"-like confirmations.
+# Such a control is a search as often as a sign-up; it counts when the instruction asks for that kind of
+# thing (consent words) or its observed effect (the URL it led to) says so.
+GENERIC_WORDS = (
+    "submit",
+    "send",
+    "post",
+    "confirm",
+    "senden",
+    "absenden",
+    "abschicken",
+    "bestätigen",
+    "envoyer",
+    "soumettre",
+    "confirmer",
+    "enviar",
+    "confirmar",
+    "invia",
+    "conferma",
+    "отправить",
+    "подтвердить",
+    "发送",
+    "提交",
+    "确认",
+    "送信",
+    "確認",
+    "전송",
+    "제출",
+    "확인",
+)
 # URL paths only a state change leads to: (kind, pattern on the URL the step led to).
 EFFECT_URLS: tuple[tuple[str, str], ...] = (
     ("confirm", r"(?i)/(?:order|booking|reservation)s?[/_-]?(?:confirm\w*|complete\w*|success)|/thank-?you"),
@@ -210,17 +248,30 @@ def _escape(word: str) -> str:
 _ADD_TO = r"(?i)\badd\b[^.\n]{0,50}?\bto (?:the |my |your |a )?(?:cart|bag|basket|trolley|wish ?list|favou?rites|order)\b"
 
 
-def control_kind(name: pl.Expr) -> pl.Expr:
+def control_kind(name: pl.Expr, role: pl.Expr | None = None) -> pl.Expr:
     """The sensitive kind a control's name says (null when none): the first kind whose words match. A
     word must open the name, or the name be at most two words ("Delete", "Remove item", "Jetzt kaufen"),
-    so a shop called "Best Buy Outlet" is not a purchase; CJK names match anywhere."""
+    so a shop called "Best Buy Outlet" is not a purchase; CJK names match anywhere. With its `role`, a link
+    names no kind of NAVIGATING_KINDS (see there)."""
     out = pl.lit(None, dtype=pl.String)
     short = name.str.count_matches(r"\S+") <= 2
     for kind, words in reversed(CONTROL_WORDS.items()):  # the first kind is applied last, so it wins
         anywhere = name.str.contains(_pattern(words))
         opening = name.str.strip_chars().str.contains(_pattern(words, opening=True))
         out = pl.when(opening | (anywhere & short)).then(pl.lit(kind)).otherwise(out)
-    return pl.when(name.str.contains(_ADD_TO)).then(pl.lit("cart")).otherwise(out)
+    out = pl.when(name.str.contains(_ADD_TO)).then(pl.lit("cart")).otherwise(out)
+    if role is None:
+        return out
+    navigating = role.is_in(LINK_ROLES).fill_null(False) & out.is_in(NAVIGATING_KINDS)
+    return pl.when(navigating).then(None).otherwise(out)
+
+
+def generic_name(name: pl.Expr) -> pl.Expr:
+    """Whether a control's name is only one of GENERIC_WORDS ("Submit", "SEND", "Confirm »")."""
+    latin = [w for w in GENERIC_WORDS if not any("\u3040" <= c <= "\ud7af" for c in w)]
+    cjk = [w for w in GENERIC_WORDS if w not in latin]
+    alone = "|".join([*(_escape(w) for w in latin), *cjk])
+    return name.str.contains(rf"(?i)^[^\p{{L}}\p{{N}}]*(?:{alone})[^\p{{L}}\p{{N}}]*$").fill_null(False)
 
 
 def effect_kind(next_url: pl.Expr) -> pl.Expr:

@@ -25,7 +25,8 @@ def code_timeout_s() -> float:
 
 
 # runner reason -> the validation gate's rejection reason
-GATE_REASONS = {"forbidden": "unsafe_code", "oom": "unsafe_code", "killed": "unsafe_code", "timeout": "code_timeout"}
+GATE_REASONS = {"forbidden": "unsafe_code", "oom": "unsafe_code", "killed": "unsafe_code", "timeout": "code_timeout",
+                "unavailable": "sandbox_error"}  # the machine, not the code, stopped it: never a verdict
 
 
 class GeneratedCodeFailed(Exception):

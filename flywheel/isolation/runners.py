@@ -1,13 +1,17 @@
 """Runs code the LLM agent wrote (skills, verifiers) somewhere it cannot hurt the machine.
 
 `ContainerRunner` when a Docker engine answers: no network, every capability dropped, no new
-privileges, memory/pids/CPU limits, a read-only root with only the work dir writable, a wall-clock
-timeout. `SubprocessRunner` otherwise: rlimits (address space, processes, CPU, file size), a timeout,
+privileges, memory/pids/CPU limits, a read-only root with only the work dir writable, a time
+limit. `SubprocessRunner` otherwise: rlimits (address space, processes, CPU, file size), a time limit,
 a scrubbed environment, and a private root holding only the work dir and read-only binds of the
 interpreter on a size-capped tmpfs, with no network: as root through a throwaway uid and namespaces it
 makes itself, as any other user through an unprivileged user namespace (flywheel/isolation/userns_jail.py).
 A user who is not root on an OS without unprivileged user namespaces gets one clear error instead
 (`IsolationUnavailable`): use the container runner there.
+
+A time limit is the code's CPU-seconds or its idle time, never the wall clock alone (flywheel/isolation/
+cpu_watch.py): a run that keeps wanting a CPU on a loaded machine is stopped after a multiple of its limit as
+`unavailable` — the machine's failing, which the gate records as `sandbox_error`, not a verdict on the code.
 
 Both run flywheel/isolation/harness.py with the interpreter alone (`python -I -S`): the code gets JSON
 arguments and returns a JSON value. The code's own misbehaviour is a RunResult with a reason code,
@@ -32,9 +36,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from flywheel.isolation.cpu_watch import TreeWatch, over_limit
+
 HARNESS = Path(__file__).with_name("harness.py")
 JAIL = Path(__file__).with_name("userns_jail.py")
-REASONS = ("timeout", "oom", "killed", "forbidden", "error")
+CODE_REASONS = ("timeout", "oom", "killed", "forbidden", "error")  # the code's doing: verdicts on it
+REASONS = (*CODE_REASONS, "unavailable")  # the machine's: too loaded to run it, no engine, no isolation
 TAIL = 2000
 CLONE_NEWNS, CLONE_NEWUSER, CLONE_NEWNET = 0x00020000, 0x10000000, 0x40000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 1, 2, 4, 32, 4096, 16384, 1 << 18
@@ -59,7 +66,7 @@ class Job:
 @dataclass
 class RunResult:
     ok: bool
-    reason: str | None  # None when ok; else timeout | oom | killed | forbidden | error
+    reason: str | None  # None when ok; else timeout | oom | killed | forbidden | error (the code's doing) | unavailable (the machine's)
     detail: str = ""
     value: Any = None  # what the entry function returned (JSON)
     exit_code: int | None = None
@@ -144,7 +151,7 @@ def _finish(job: Job, work: Path, result: RunResult) -> RunResult:
                 result.reason = "oom" if oom else "error"
                 result.detail = result.detail or f"no result from the code (exit code {result.exit_code})"
             elif not out.get("ok"):
-                result.reason = out.get("kind") if out.get("kind") in REASONS else "error"
+                result.reason = out.get("kind") if out.get("kind") in CODE_REASONS else "error"  # the code cannot blame the machine
                 result.detail = str(out.get("error", ""))
             else:
                 result.value = out.get("value")
@@ -276,11 +283,8 @@ class SubprocessRunner:
             with open(logs / "stdout", "wb") as out, open(logs / "stderr", "wb") as err:
                 proc = subprocess.Popen(command, cwd=work, env=env, stdin=subprocess.DEVNULL, stdout=out,
                                         stderr=err, preexec_fn=preexec, close_fds=True)
-            reason, detail = None, ""
-            try:
-                proc.wait(timeout=job.timeout_s)
-            except subprocess.TimeoutExpired:
-                reason, detail = "timeout", f"still running after {job.timeout_s:.0f}s; killed"
+            reason, detail = _wait_within_limit(proc.wait, subprocess.TimeoutExpired,
+                                                TreeWatch(proc.pid, uid if self.as_root else None), job.timeout_s)
             self._kill_all(proc, uid)
             rc = proc.returncode
             if reason is None and rc is not None and rc < 0:
@@ -290,7 +294,7 @@ class SubprocessRunner:
                 else:
                     reason, detail = "killed", f"killed by signal {signal.Signals(sig).name}"
             elif reason is None and rc in _SETUP_EXITS:
-                reason, detail = "error", f"could not isolate the process: {_SETUP_EXITS[rc]}"
+                reason, detail = "unavailable", f"could not isolate the process: {_SETUP_EXITS[rc]}"
             result = RunResult(False, reason, detail, exit_code=rc, stdout_tail=_tail(logs / "stdout"),
                                stderr_tail=_tail(logs / "stderr"), runner=self.name,
                                network_isolated=self.network_isolated)
@@ -299,7 +303,7 @@ class SubprocessRunner:
             result.uid = uid
             result = _finish(job, outputs, result)
         except OSError as exc:  # the runner itself could not start the code
-            result = RunResult(False, "error", f"cannot start the isolated process: {exc}", runner=self.name)
+            result = RunResult(False, "unavailable", f"cannot start the isolated process: {exc}", runner=self.name)
         finally:
             if run_dir is not None:
                 run_dir.remove()
@@ -551,17 +555,23 @@ class ContainerRunner:
                 environment={"HOME": "/sandbox", "LANG": "C.UTF-8"},
                 labels={"flywheel.runner": self.name, "flywheel.owner": f"{_hostname()}:{os.getpid()}"},
             )
-            reason, detail = None, ""
-            try:
-                status = container.wait(timeout=job.timeout_s)
-                rc = int(status.get("StatusCode", -1))
-            except Exception:  # the SDK raises a requests timeout (or a connection error) when time is up
+            container.reload()  # its pid on the host, when the engine runs here
+            pid = int(container.attrs.get("State", {}).get("Pid") or 0)
+            ended: list[int] = []
+
+            def wait(timeout: float) -> None:
+                status = container.wait(timeout=timeout)  # the SDK raises a requests timeout when time is up
+                ended.append(int(status.get("StatusCode", -1)))
+
+            reason, detail = _wait_within_limit(wait, Exception, TreeWatch(pid) if _local_pid(pid, container.id) else None,
+                                                job.timeout_s)
+            rc = ended[0] if ended else None
+            if reason is not None:
                 try:
                     container.kill()
                     container.wait(timeout=30)
                 except Exception:  # it ended on its own meanwhile
                     pass
-                reason, detail, rc = "timeout", f"still running after {job.timeout_s:.0f}s; killed", None
             container.reload()
             state = container.attrs.get("State", {})
             if reason is None and state.get("OOMKilled"):  # an OOM-killed child can leave exit code 0
@@ -575,7 +585,7 @@ class ContainerRunner:
             )
             result = _finish(job, work, result)
         except Exception as exc:  # the engine failed us: not the code's fault, but still not a crash
-            result = RunResult(False, "error", f"container run failed: {type(exc).__name__}: {exc}"[:500],
+            result = RunResult(False, "unavailable", f"container run failed: {type(exc).__name__}: {exc}"[:500],
                                runner=self.name, network_isolated=True)
         finally:
             if container is not None:
@@ -587,6 +597,34 @@ class ContainerRunner:
                 run_dir.remove()
         result.duration_s = time.monotonic() - started
         return result
+
+
+# ---- time limits ---------------------------------------------------------------------------------
+POLL_S = 0.25
+
+
+def _wait_within_limit(wait, timed_out: type[BaseException], watch: TreeWatch | None,
+                       limit_s: float) -> tuple[str | None, str]:
+    """Waits for the run to end; (None, "") when it did, else the reason to stop it (cpu_watch.over_limit):
+    its CPU-seconds or its idle time over the limit, or — not a verdict — a machine too loaded to run it."""
+    started = time.monotonic()
+    while True:
+        try:
+            wait(timeout=POLL_S)
+            return None, ""
+        except timed_out:
+            pass
+        stop = over_limit(time.monotonic() - started, watch.sample() if watch else None, limit_s)
+        if stop:
+            return stop
+
+
+def _local_pid(pid: int, container_id: str) -> bool:
+    """Whether `pid` is the container's process on this host (a remote engine's pids mean nothing here)."""
+    try:
+        return pid > 0 and container_id[:12] in Path(f"/proc/{pid}/cgroup").read_text()
+    except OSError:
+        return False
 
 
 # ---- choice --------------------------------------------------------------------------------------

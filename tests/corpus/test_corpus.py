@@ -33,14 +33,14 @@ YIELD_PENDING = set(APPS) - {"html5sortable", "dragula", "jsoneditor", "radicale
 RUN_PENDING = os.environ.get("FLYWHEEL_CORPUS_PENDING") == "run"
 # Apps that meet the thresholds in a measured bench/foreign.py run but whose full run costs CI too much time:
 # skipped in CI, with the reason; FLYWHEEL_CORPUS_PENDING=run runs them too (and they must pass).
-CI_TOO_SLOW = {"radicale": "meets the bar (30 of 30 verified, 4 families, 40% multi-step in bench/foreign.py) but its "
-                           "gated run costs ~17 CPU-s per pair, ~10 min of CI",
-               "django-admin": "meets the bar (25 of 30 verified, 4 families, 44% multi-step in bench/foreign.py) but its "
-                               "gated run costs ~20 CPU-s per pair, ~17 min of CI",
+CI_TOO_SLOW = {"radicale": "meets the bar (30 of 30 verified, 4 families, 40% multi-step in bench/foreign.py on 4a50592) "
+                           "but its gated run costs ~12 CPU-s per pair (974 s wall at load 2-9), over CI's ~4 min",
+               "django-admin": "meets the bar (25 of 30 verified, 4 families, 40% multi-step in bench/foreign.py on 4a50592) "
+                               "but its gated run costs ~20 CPU-s per pair (1123 s wall at load 2-9), over CI's ~4 min",
                "optuna-dashboard": "meets the bar (30 of 32 verified, 4 families, 33% multi-step in bench/foreign.py) but its "
                                    "run costs ~11 CPU-s per pair (~320 CPU-s, 28 min wall at load 6-13), over CI's ~4 min",
-               "gentelella": "meets the bar (34 of 34 verified, 4 families, 44% multi-step in bench/foreign.py) but its "
-                             "gated run costs ~300 CPU-s (~9 per pair; 709 s wall at load 3-8), over the ~4 min a corpus app may add to CI"}
+               "gentelella": "meets the bar (34 of 34 verified, 4 families, 44% multi-step in bench/foreign.py on 4a50592) "
+                             "but its gated run costs ~320 CPU-s (~9 per pair; 908 s wall at load 2-9), over CI's ~4 min"}
 # Synthesis and exploration sizes for CI (bench/foreign.py runs the full sizes).
 COUNT, STEPS, MINUTES = 30, 80, 1.0
 

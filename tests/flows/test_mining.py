@@ -166,17 +166,42 @@ def test_the_same_text_typed_again_after_other_steps_is_repeated_typing():
         (
             "t",
             [
-                step(typed, "s0"),
+                step(typed, "s0"),  # the field shows nothing new after each typing: it did not take
+                step(click("Save"), "s0"),
+                step(typed, "s1"),
                 step(click("Save"), "s1"),
                 step(typed, "s2"),
-                step(click("Save"), "s3"),
-                step(typed, "s4"),
-                step(DONE, "s5"),
+                step(DONE, "s2"),
             ],
         )
     )
     assert reasons(d.detect_repeated_typing(steps)) == [("t", "loop", "repeated_typing", 2, 4)]
     assert d.detect_exact_repeats(steps).is_empty()
+
+
+def test_the_same_text_typed_again_where_each_typing_took_is_no_loop():
+    """mining-5: repeated typing needs two typings that did not take (failed, changed nothing, or the model
+    said so), like every other loop: the same query typed into the search of each new page is three
+    searches (Browser-Use re-entering "Chicago" in a form that reset, on the fresh set)."""
+    typed = type_("jo@x.io")
+    shown = [step(typed, "s0"), step(click("Save"), "s1"), step(typed, "s2"), step(click("Save"), "s3")]
+    steps = frame(("t", [*shown, step(typed, "s4"), step(DONE, "s5")]))
+    assert d.detect_repeated_typing(steps).is_empty()
+    words = ["Typing the email.", "Saving.", "Typing it again.", "The typing did not take. Saving.",
+             "Typing once more.", "Done."]  # each step's words are about the step before it
+    no_screens = frame(
+        (
+            "t",
+            [
+                {**s, "ui_tree_sha": None, "screenshot_sha": None, "raw_output": w}
+                for s, w in zip([*shown, step(typed, "s4"), step(DONE, "s5")], words, strict=True)
+            ],
+        )
+    )
+    assert d.detect_repeated_typing(no_screens).is_empty()  # one report of failure is not two
+    said = [*words[:5], "The previous typing failed."]
+    reported = no_screens.with_columns(raw_output=pl.Series(said))
+    assert reasons(d.detect_repeated_typing(reported)) == [("t", "loop", "repeated_typing", 2, 4)]
 
 
 # ---- bad arguments --------------------------------------------------------------------------------------

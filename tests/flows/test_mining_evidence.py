@@ -6,7 +6,7 @@ import json
 import polars as pl
 
 from flows.failure_mining import detectors as d
-from tests.flows.test_mining import DONE, click, click_at, frame, reasons, step, undecided
+from tests.flows.test_mining import DONE, URL, click, click_at, frame, reasons, step, undecided
 
 BLIND = dict(tree=False, shot=False)
 
@@ -228,3 +228,134 @@ def test_the_next_turns_words_decide_a_repeated_click_by_element_too():
     stuck = [_said(accept, w) for w in words] + [_said(DONE, "The consent form is still showing.")]
     found = d.detect_exact_repeats(frame(("stuck", stuck)))
     assert found["evidence_level"].to_list() == ["reasoning"] and found["confidence"][0] > 0.9
+
+
+def test_a_cycle_of_turns_the_model_reports_failing_is_a_loop_without_screens():
+    """mining-5: tick the box, press Verify, tick the box, ... each pass reported failed (proxy-lite on a
+    CAPTCHA), also when a pass varies one of its turns (another tile); the same cycle whose passes the model
+    reports working is not one, nor is a turn tried again after a detour through two turns that never recur
+    (accept, sign in, go back, accept)."""
+    tick, verify = click("I'm not a robot", "checkbox"), click("Verify")
+    failing = "The previous attempt to click it was not successful; the challenge is still present."
+    cycle = [_said(a, "Let me solve the challenge." if i == 0 else failing) for i, a in
+             enumerate([tick, verify] * 3)]
+    working = [_said(a, "Success - the next challenge is shown.") for a in [tick, verify] * 3]
+    tiles = [click(f"Tile {i}", "checkbox") for i in range(3)]  # a pass may vary one turn: another tile
+    varying = [_said(a, failing) for i in range(3) for a in (tick, tiles[i], verify)]
+    accept, sign_in, back = click("Accept all"), click("Sign in", "link"), {"action": "go_back"}
+    detour = [_said(a, failing) for a in (accept, accept, sign_in, back, accept)]
+    steps = frame(
+        ("cycle", [*cycle, _said(DONE, failing)]),
+        ("varying", [*varying, _said(DONE, failing)]),
+        ("working", [*working, _said(DONE, "Done.")]),
+        ("detour", [*detour, _said(DONE, "The page moved on.")]),
+    )
+    found = d.detect_short_cycles(steps)
+    assert reasons(found) == [  # from the second pass to the last
+        ("cycle", "loop", "short_cycle", 2, 5),
+        ("varying", "loop", "short_cycle", 3, 8),
+    ]
+    assert found["evidence_level"].to_list() == ["reasoning", "reasoning"]
+    assert json.loads(found.sort("trajectory_id")["evidence"][0])["passes"] == 3
+
+
+def test_agents_verdicts_on_their_last_step_are_read_as_failure_or_success():
+    """mining-5: "Failed - ..." (Browser-Use's evaluation of the previous goal), "failure The previous action
+    failed ..." (Notte), "was not successful" / "did not succeed" / "was not executed" (proxy-lite)."""
+    accept = click("Accept")
+    for verdict in (
+        "Failed - the banner is there.",
+        "failure The previous action failed because the selector was invalid.",
+        "The previous click on 'Accept' was not executed due to a page change.",
+        "The previous attempt did not succeed; we are on the same page.",
+    ):
+        stuck = [_said(accept, "Let me accept.")] + [_said(accept, verdict) for _ in range(3)]
+        found = d.detect_exact_repeats(frame(("stuck", [*stuck, _said(DONE, verdict)])))
+        assert found["evidence_level"].to_list() == ["reasoning"], verdict
+    worked = [_said(accept, "Let me accept.")] + [_said(accept, "Success - accepted.") for _ in range(3)]
+    assert d.detect_exact_repeats(frame(("fine", [*worked, _said(DONE, "Done.")]))).is_empty()
+
+
+def test_an_action_the_importer_could_not_map_repeats_by_its_name():
+    """mining-5: switch_tab() five times, each reported failed, is a loop though our action space has no
+    tab switch (an empty actions JSON, named by its `unmapped_action` format error); different unmapped
+    actions are not repeats of each other, and an unchanged screen or the actions alone do not decide."""
+    def unmapped(name: str, words: str) -> dict:
+        row = _said(None, words)
+        return dict(row, format_error=f"unmapped_action: {name}(...)")
+
+    failing = "Failed - still on the blog page, not the dictionary."
+    tabs = [unmapped("switch_tab", "Let me switch tabs.")] + [unmapped("switch_tab", failing) for _ in range(4)]
+    mixed = [unmapped(n, failing) for n in ("switch_tab", "wait", "extract_content", "reload", "scrape")]
+    found = d.detect_exact_repeats(frame(("tabs", tabs + [_said(DONE, failing)]), ("mixed", mixed)))
+    assert reasons(found) == [("tabs", "loop", "exact_repeat", 1, 4)]
+    assert d.detect_format_errors(frame(("tabs", tabs))).is_empty()  # still not the agent's error
+    # what an unmapped action does is unknown: waiting while a page loads leaves the screen as it was, and
+    # from actions alone repeating it says nothing; only the model's words or errors can tell
+    waits = [dict(step(None, "s0"), format_error="unmapped_action: wait(...)") for _ in range(4)]
+    blind = [dict(w, ui_tree_sha=None, screenshot_sha=None) for w in waits]
+    steps = frame(("same screen", [*waits, step(DONE, "s1")]), ("blind", [*blind, step(DONE, "s1", **BLIND)]))
+    assert d.detect_exact_repeats(steps).is_empty()
+
+
+def test_a_link_opens_a_flow_and_a_bare_submit_is_a_side_effect_only_when_asked_for_or_seen():
+    """mining-5: a link named Buy or Sign up opens the store's configurator or the sign-up form (commits
+    nothing); a link that adds to the cart may commit by itself. A control named only "Submit" is a search
+    as often as a sign-up: it counts when the instruction asks for a submission or the URL it led to shows
+    one; a name that says what it sends counts anyway."""
+
+    def one(action, instruction, then_url=URL):
+        return [dict(step(action, "s0", **BLIND), instruction=instruction),
+                dict(step(DONE, "s1", url=then_url, **BLIND), instruction=instruction)]
+
+    submit = click("submit")
+    steps = frame(
+        ("buy link", one(click("Buy", "link"), "Compare the prices of laptops")),
+        ("buy button", one(click("Buy now"), "Compare the prices of laptops")),
+        ("cart link", one(click("Add to cart", "link"), "Compare the prices of laptops")),
+        ("search", one(submit, "Find the release date of the film")),
+        ("asked", one(submit, "Submit a request for a renewal of my licence")),
+        ("seen", one(submit, "Find the release date", then_url="http://shop/order/confirmation?id=7")),
+        ("said", one(click_at(700, 800), "Find the release date")),
+        ("message", one(click("Send message"), "Find the release date")),
+    )
+    steps = steps.with_columns(
+        raw_output=pl.when(pl.col("trajectory_id") == "said").then(pl.lit('Let me click "Submit".'))
+    )
+    found = d.detect_side_effects(steps)
+    kinds = {r["trajectory_id"]: json.loads(r["evidence"])["sensitive"] for r in found.iter_rows(named=True)}
+    assert kinds == {
+        "buy button": "pay",
+        "cart link": "cart",
+        "asked": "send",
+        "seen": "confirm",
+        "message": "send",
+    }
+
+
+def test_a_stepping_control_pressed_again_is_no_loop_from_actions_alone():
+    """mining-5: Next, a calendar's next month, a counter's + pressed 5 times is paging or stepping; from
+    actions alone it is undecidable (like scrolling), a loop only when the model says it did nothing."""
+    def pressed(name: str, words: str | None = None) -> list[dict]:
+        rows = [dict(step(click(name), "s", **BLIND), raw_output=words) for _ in range(5)]
+        return [*rows, dict(step(DONE, "s", **BLIND), raw_output=words)]
+
+    steps = frame(
+        ("next", pressed("Next month")),
+        ("plus", pressed("+")),
+        ("stuck", pressed("Next", "The calendar still shows March.")),
+        ("other", pressed("Accept")),
+    )
+    assert sorted(d.detect_exact_repeats(steps)["trajectory_id"].to_list()) == ["other", "stuck"]
+    assert undecided(steps.filter(pl.col("trajectory_id").is_in(["next", "plus"])))["exact_repeat"] == 2
+
+
+def test_a_failed_repeat_the_model_also_reports_failed_rests_on_the_errors():
+    """The strongest evidence names the finding: the harness said the clicks failed, the words agree."""
+    link = click("Orders", "link")
+    tries = [_said(link, "Let me open the orders.")] + [
+        dict(_said(link, "failure The previous action failed."), ok=False, error="left_click: no such element")
+        for _ in range(3)
+    ]
+    found = d.detect_exact_repeats(frame(("t", [*tries, _said(DONE, "failure The previous action failed.")])))
+    assert found["evidence_level"].to_list() == ["errors"]

@@ -294,7 +294,7 @@ class BoardPageAgent:
             ("state expression giving {board title, card title} records (state.kind = \"js\")", fields),
         ) if not ok]
         if missing:
-            out.notes.append(f"{request.manifest.name}: the board-page agent found no " + "; no ".join(missing))
+            out.notes.append(f"{request.manifest.name}: the board-page agent did not find " + "; nor ".join(missing))
             return out
         composer = BoardComposer(request, page, expression, fields)
         if not composer.recipes():

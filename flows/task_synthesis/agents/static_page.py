@@ -190,8 +190,8 @@ class StaticPageAgent:
         ) if not ok]
         if missing or expression is None:
             out.notes.append(
-                f"{request.manifest.name}: the static-page agent handles todo-like apps and found no "
-                + "; no ".join(missing or ["state expression"])
+                f"{request.manifest.name}: the static-page agent (for todo-like apps; discovery covers the rest) did not find "
+                + "; nor ".join(missing or ["a state expression"])
             )
             return out
         if state.key and state.key not in "\n".join(request.source.files.values()):
