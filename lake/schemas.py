@@ -343,6 +343,7 @@ TABLES: dict[str, pa.Schema] = {
             ("started_at", TS),
             ("finished_at", TS),
             ("recorded_at", TS),
+            ("owner", pa.string()),  # host:pid:start-ticks of the process running it (added later: null before)
         ]
     ),
 }
@@ -704,10 +705,12 @@ DESCRIPTIONS: dict[str, tuple[str, dict[str, str]]] = {
             "parent_invocation_id": "The flow that called this one (a cycle's stages), else null.",
             "run_id": "The run id the flow's rows carry in other tables, when the flow names one.",
             "flow": "synthesize-tasks | rollout | judge | mine-failures | curriculum | explore | export-sft | cycle.",
-            "status": "running | completed | failed (a run killed mid-way stays running).",
+            "status": "running | completed | failed | killed (its process ended without saying how: found by the next "
+                      "flow run on the same host).",
             "parameters_json": "The flow's parameters (JSON object).",
             "counts_json": "The numbers the flow reported: episodes, verdicts per label, rows, … (JSON object).",
-            "error": "The exception that ended a failed run.",
+            "error": "The exception that ended a failed run; for a killed one, which process ended.",
+            "owner": "The process that ran it, host:pid:start time in clock ticks (null in rows written before it was kept).",
         },
     ),
 }

@@ -334,6 +334,22 @@ class Lake:
         """Merge each table's small files into few (a new snapshot; old ones stay readable); files removed per table."""
         return {table: n for table in TABLES if (n := self._compact_one(table))}
 
+    def vacuum(self, older_than_hours: int = 168, dry_run: bool = False) -> dict[str, int]:
+        """Delete the files no snapshot newer than `older_than_hours` reads (what overwritten batches and
+        compactions left); files deleted (or, dry, that would be) per table. Readers of an older catalog or
+        snapshot than that lose their files: keep the hours above the longest query or export you run."""
+        if older_than_hours < 0:
+            raise ValueError(f"older_than_hours must be 0 or more, not {older_than_hours}")
+        out = {}
+        for table in TABLES:
+            current = self._delta(table)
+            if current is None:
+                continue
+            gone = current.vacuum(retention_hours=older_than_hours, dry_run=dry_run, enforce_retention_duration=False)
+            if gone:
+                out[table] = len(gone)
+        return out
+
     def _compact_one(self, table: str) -> int:
         current = self._delta(table)
         if current is None:
