@@ -130,7 +130,8 @@ SCROLL_FACTOR = 0.0  # from actions alone a scroll repeat is reading, never a lo
 # ... as is pressing a control that steps (a list's Next, a calendar's next month, a counter's +): how one
 # pages through results or moves a date on; only screens, errors or the model's words can tell it did nothing
 _STEPPING = (
-    r"(?i)^\W*(?:next|previous|prev|more|load more|show more|see more|next page|next month|previous month|"
+    r"(?i)^\W*(?:next|previous|prev|(?:load |show |see |view )?more(?: results| items| posts| comments)?|"
+    r"next page|next month|previous month|older|newer|"
     r"forward|back|increase|decrease|\+|-|›|»|‹|«|>|<|weiter|zurück|suivant|précédent|siguiente|"
     r"anterior)\W*$"
 )
@@ -351,7 +352,10 @@ def _repeat_runs(f: pl.LazyFrame) -> pl.LazyFrame:
             exact=pl.col("_exact").all(),
             scrolling=pl.col("action_name").first().is_in(SCROLLS)
             | pl.col("unmapped").first()
-            | pl.col("target_name").first().str.contains(_STEPPING).fill_null(False),
+            | pl.col("target_name").first().str.contains(_STEPPING).fill_null(False)
+            # a state-changing control pressed again goes down a list (Upvote post after post, Remove item
+            # after item: each press acts on the next one, the importer names them alike)
+            | pl.col("sens").first().is_not_null(),
             ineffective=pl.col("_ineffective").sum(),
             undecided=pl.col("_undecided").sum(),
             level=pl.col("_level").max(),

@@ -48,7 +48,6 @@ from flows.failure_mining.side_effects import control_kind, effect_kind, generic
 CLICKS = ("left_click", "double_click", "right_click", "middle_click", "triple_click", "tap")
 SCROLLS = ("scroll", "hscroll")
 _FILLING = ("type", "select")  # filling in a form's fields
-_TIMED_OUT = r"(?i)\btime(?:d)?[ -]?out"
 # The columns of the steps table the miner reads; nothing else is ever loaded.
 STEP_COLUMNS = (
     "trajectory_id",
@@ -378,23 +377,33 @@ def _with_sensitive(features: pl.DataFrame) -> pl.DataFrame:
     # commit...) or the site rejected the submit; either way nothing was committed (needs URLs to tell)
     filling = pl.col("action_name").is_in(_FILLING)
     opened_form = (~pl.col("url_changed") & nxt(filling) & ~prev(filling).fill_null(False)).fill_null(False)
-    named = pl.when(~opened_form).then(named)
     # a timeout is the harness giving up waiting, not proof the click was not made (Playwright's "Timeout
     # 500ms exceeded" on most submits that reload the page): it does not clear a side effect
-    done = ~pl.col("failed") | pl.col("error").str.contains(_TIMED_OUT).fill_null(False)
-    sens = pl.when(done).then(pl.coalesce(pl.col("sensitive"), named, observed))
-    return features.with_columns(
-        sens=sens,
-        sens_from=pl.when(sens.is_null())
-        .then(pl.lit(None, dtype=pl.String))
-        .when(pl.col("sensitive").is_not_null())
-        .then(pl.lit("manifest"))
-        .when(named.is_not_null())
-        .then(pl.lit("actions"))
-        .otherwise(pl.lit("url")),
-        # the kind rests on a name that says only that a form is sent (side_effects.GENERIC_WORDS)
-        sens_generic=pl.col("sensitive").is_null() & named.is_not_null() & generic,
-    ).drop("_named_kind", "_named_generic")
+    error = pl.col("error")  # literal searches: a regular expression here cost 0.07 CPU-s per 500k steps
+    timed_out = (error.str.contains("imeout", literal=True) | error.str.contains("imed out", literal=True)).fill_null(False)
+    features = features.with_columns(  # each once: the expressions below read them several times
+        _named=pl.when(~opened_form).then(named),
+        _generic=generic,
+        _observed=observed,
+        _done=~pl.col("failed") | timed_out,
+    )
+    named = pl.col("_named")
+    sens = pl.when(pl.col("_done")).then(pl.coalesce(pl.col("sensitive"), named, pl.col("_observed")))
+    return (
+        features.with_columns(sens=sens)
+        .with_columns(
+            sens_from=pl.when(pl.col("sens").is_null())
+            .then(pl.lit(None, dtype=pl.String))
+            .when(pl.col("sensitive").is_not_null())
+            .then(pl.lit("manifest"))
+            .when(named.is_not_null())
+            .then(pl.lit("actions"))
+            .otherwise(pl.lit("url")),
+            # the kind rests on a name that says only that a form is sent (side_effects.GENERIC_WORDS)
+            sens_generic=pl.col("sensitive").is_null() & named.is_not_null() & pl.col("_generic"),
+        )
+        .drop("_named_kind", "_named_generic", "_named", "_generic", "_observed", "_done")
+    )
 
 
 def _first_origin(features: pl.DataFrame) -> pl.Series:

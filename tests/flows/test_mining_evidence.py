@@ -460,3 +460,26 @@ def test_an_answer_the_harness_rejected_and_the_model_re_sent_in_other_words_is_
     accepted = [step(click(f"Item {i}"), "s", **BLIND) for i in range(4)] + [step(answer(9), "s", **BLIND)]
     found = d.detect_exact_repeats(frame(("resent", resent), ("accepted", accepted)))
     assert found.select("trajectory_id", "first_step", "evidence_level").rows() == [("resent", 1, "errors")]
+
+
+def test_a_state_changing_control_pressed_again_is_no_loop_from_actions_alone():
+    """mining-6: Upvote on post after post, Remove item after item: each press acts on the next one, which the
+    importer names alike; from actions alone that is undecidable, a loop when the presses fail."""
+    def pressed(name: str, **kw) -> list[dict]:
+        return [step(click(name), "s", **BLIND, **kw) for _ in range(4)] + [step(DONE, "s", **BLIND)]
+
+    steps = frame(
+        ("votes", pressed("Upvote")),
+        ("failing", pressed("Upvote", ok=False, error="Error: element is not enabled")),
+        ("other", pressed("Open filters")),
+    )
+    assert sorted(d.detect_exact_repeats(steps)["trajectory_id"].to_list()) == ["failing", "other"]
+
+
+def test_more_results_is_a_stepping_control():
+    """mining-6: "More results", "Show more comments", "Older" page on like Next (mining-5's rule T)."""
+    def pressed(name: str) -> list[dict]:
+        return [step(click(name, "link"), "s", **BLIND) for _ in range(4)] + [step(DONE, "s", **BLIND)]
+
+    steps = frame(("more", pressed("More results")), ("older", pressed("Older")), ("other", pressed("Filters")))
+    assert d.detect_exact_repeats(steps)["trajectory_id"].to_list() == ["other"]
