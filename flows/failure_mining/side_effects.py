@@ -276,9 +276,15 @@ GENERIC_WORDS = (
     "확인",
 )
 # URL paths only a state change leads to: (kind, pattern on the URL the step led to).
+# The word ends its path segment, or one more word does (`/delete-account`): a page slugged from a title
+# ("/remove-board-movement-events-from-...", "/thank-you-memers-this-wouldn-t-be-...") shows no effect.
+_SEGMENT_END = r"(?:[/?#._]|-\w+(?:[/?#.]|$)|$)"
 EFFECT_URLS: tuple[tuple[str, str], ...] = (
-    ("confirm", r"(?i)/(?:order|booking|reservation)s?[/_-]?(?:confirm\w*|complete\w*|success)|/thank-?you"),
-    ("delete", r"(?i)/(?:delete|remove|destroy)(?:[/?#._-]|$)"),
+    (
+        "confirm",
+        r"(?i)/(?:order|booking|reservation)s?[/_-]?(?:confirm\w*|complete\w*|success)|/thank-?you" + _SEGMENT_END,
+    ),
+    ("delete", r"(?i)/(?:delete|remove|destroy)" + _SEGMENT_END),
 )
 _CJK = r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]"
 

@@ -483,3 +483,18 @@ def test_more_results_is_a_stepping_control():
 
     steps = frame(("more", pressed("More results")), ("older", pressed("Older")), ("other", pressed("Filters")))
     assert d.detect_exact_repeats(steps)["trajectory_id"].to_list() == ["other"]
+
+
+def test_a_page_slugged_from_a_title_shows_no_effect_in_its_url():
+    """mining-6: `/remove-board-movement-events-from-...` is a project named so, `/thank-you-memers-this-...`
+    a post; `/delete-account` and `/thank-you` are pages only an effect leads to."""
+    def led_to(url: str) -> list[dict]:
+        return [step(click("Open"), "s0", url="http://h/", **BLIND), step(DONE, "s1", url=url, **BLIND)]
+
+    steps = frame(
+        ("project", led_to("http://h/byteblaze/remove-board-movement-events-from-the-timeline/-/activity")),
+        ("post", led_to("http://h/f/memes/127990/thank-you-memers-this-would-not-be-possible")),
+        ("account", led_to("http://h/settings/delete-account")),
+        ("thanks", led_to("http://h/thank-you?order=7")),
+    )
+    assert _side_effects(steps) == {("account", 0): "delete", ("thanks", 0): "confirm"}
