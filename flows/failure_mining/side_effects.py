@@ -243,6 +243,12 @@ CHANGE_REQUEST = (*CONTROL_WORDS["change"], "change", "edit", "modify", "rename"
 # (shops' `?add-to-cart=` links, a cart's remove link), so those kinds still count for links.
 NAVIGATING_KINDS = ("pay", "book", "account", "send", "confirm", "change")
 LINK_ROLES = ("link",)
+# Fields and choices inside a form, and table headers: typing into a field named "Comment", the radio "Commit
+# to main branch" or sorting by the "Purchase Date" column fill in or reorder what the form's submit commits.
+CHOOSING_ROLES = (
+    "textbox", "searchbox", "combobox", "listbox", "option", "radio", "checkbox", "switch", "spinbutton",
+    "slider", "columnheader", "rowheader", "cell", "gridcell", "heading", "tab",
+)
 # Names that say only that a form is sent, not what it changes: "Submit", "Send", "OK"-like confirmations.
 # Such a control is a search as often as a sign-up; it counts when the instruction asks for that kind of
 # thing (consent words) or its observed effect (the URL it led to) says so.
@@ -323,10 +329,13 @@ def control_kind(name: pl.Expr, role: pl.Expr | None = None) -> pl.Expr:
         opening = name.str.strip_chars().str.contains(_pattern(words, opening=True))
         out = pl.when(opening | (anywhere & short)).then(pl.lit(kind)).otherwise(out)
     out = pl.when(name.str.contains(_ADD_TO)).then(pl.lit("cart")).otherwise(out)
+    # "Create commit...": the ellipsis says the control opens a dialog for more input, and commits nothing
+    out = pl.when(name.str.contains(r"(?:\.\.\.|…)\s*$")).then(None).otherwise(out)
     if role is None:
         return out
     navigating = role.is_in(LINK_ROLES).fill_null(False) & out.is_in(NAVIGATING_KINDS)
-    return pl.when(navigating).then(None).otherwise(out)
+    choosing = role.is_in(CHOOSING_ROLES).fill_null(False)
+    return pl.when(navigating | choosing).then(None).otherwise(out)
 
 
 def generic_name(name: pl.Expr) -> pl.Expr:

@@ -498,3 +498,17 @@ def test_a_page_slugged_from_a_title_shows_no_effect_in_its_url():
         ("thanks", led_to("http://h/thank-you?order=7")),
     )
     assert _side_effects(steps) == {("account", 0): "delete", ("thanks", 0): "confirm"}
+
+
+def test_a_field_a_choice_a_column_header_or_an_ellipsis_commits_nothing():
+    """mining-6: typing into a field named "Comment", the radio "Commit to main branch", sorting by the
+    "Purchase Date" column fill in or reorder what a submit commits; "Create commit..." opens a dialog."""
+    comment = {"action": "type", "text": "Thanks!", "target": {"role": "textbox", "name": "Comment"}}
+    steps = frame(
+        ("field", _one(comment)),
+        ("radio", _one(click("Commit to main branch", "radio"))),
+        ("column", _one(click("Purchase Date", "columnheader"))),
+        ("dialog", _one(click("Create commit..."))),
+        ("commit", _one(click("Commit changes"))),
+    )
+    assert _side_effects(steps) == {("commit", 0): "change"}
