@@ -13,6 +13,8 @@ A step is sensitive when
   which the page stayed and the next step filled a field, with nothing filled just before it, opened a form
   (Invite members) and commits nothing (features._with_sensitive); a bare OK counts when the instruction asks
   to delete or cancel (the dialog's OK performs it), a bare Submit also when it asks for a change;
+- a field, a choice or a header (CHOOSING_ROLES) commits nothing whatever its name, nor does a control whose
+  name ends in an ellipsis ("Create commit...": it opens a dialog);
 - else the step led to a URL that only a state change leads to (`/order/confirmation`, `/thank-you`,
   `.../delete`): an observed effect. Going to a checkout or payment page pays nothing yet: neither the
   word "checkout" nor such a URL counts.
