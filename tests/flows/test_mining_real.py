@@ -487,10 +487,10 @@ def test_on_the_blind_webarena_set_the_miner_beats_the_baselines():
 
 # ---- the fourth set: the same agent's WebChoreArena runs (tests/data/mining_eval/WEBCHOREARENA_COLORBROWSER.md) ----
 
-WEBCHOREARENA_RUNS, WEBCHOREARENA_LABELS = 150, (16, 29)  # its fixed sample and label counts (the recipe)
+WEBCHOREARENA_RUNS, WEBCHOREARENA_STEPS, WEBCHOREARENA_LABELS = 527, 11429, (79, 140)  # every executed run (the recipe)
 
 
-def test_the_fourth_sets_labels_cover_its_fixed_sample_once_with_steps_in_order():
+def test_the_fourth_sets_labels_cover_every_run_once_with_steps_in_order():
     labels = [json.loads(line) for line in KNOWN_SETS["webchorearena_colorbrowser"][2].read_text().splitlines()]
     assert all(rec["task_id"].startswith("webchorearena/task_") for rec in labels)
     assert len({rec["task_id"] for rec in labels}) == WEBCHOREARENA_RUNS
@@ -509,8 +509,9 @@ def test_on_the_blind_webchorearena_set_the_miner_beats_the_baselines():
         known_set_data("webchorearena_colorbrowser"), KNOWN_SETS["webchorearena_colorbrowser"][2], split=False
     )
     labels = result["labels"]
-    assert (result["trajectories"], labels["loop"], labels["side_effect"]) == (
+    assert (result["trajectories"], result["steps"], labels["loop"], labels["side_effect"]) == (
         WEBCHOREARENA_RUNS,
+        WEBCHOREARENA_STEPS,
         *WEBCHOREARENA_LABELS,
     )
     assert result["kinds"]["loop"]["f1"] > result["baselines"]["loop: same action 3x in a row"]["f1"]
