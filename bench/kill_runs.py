@@ -219,7 +219,8 @@ def facts(flow: str, lake_root: Path) -> dict:
                          "checked_tasks": sorted(r["task_id"] for r in checks)},
                 "checks": sum(r["n"] for r in checks), "checked_by_two_runs": len(twice)}
     if flow == "mine-failures":
-        rewards = rows("step_rewards", "SELECT trajectory_id, step_index FROM step_rewards")
+        # the step_rewards view holds every mined step (written sparse: its clean rows come from `mined`)
+        rewards = rows("mined", "SELECT trajectory_id, step_index FROM step_rewards")
         keys = [(r["trajectory_id"], r["step_index"]) for r in rewards]
         mined = rows("mined", "SELECT trajectory_id FROM mined")
         return {"done": sorted({r["trajectory_id"] for r in mined}), "duplicates": len(keys) - len(set(keys)),

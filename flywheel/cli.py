@@ -296,6 +296,12 @@ def main(argv: list[str] | None = None) -> int:
     lake_p.add_parser("refresh", help="rebuild catalog.duckdb from each Delta table's current files")
     lake_p.add_parser("compact", help="merge each table's small files into few (also runs every "
                       "$FLYWHEEL_LAKE_COMPACT_EVERY commits, default 10); older snapshots stay readable")
+    vac = lake_p.add_parser("vacuum", help="delete the files that overwritten batches and compactions left, once no "
+                            "snapshot newer than --older-than-hours reads them")
+    vac.add_argument("--older-than-hours", type=non_negative_int, default=168,
+                     help="keep every file a snapshot of the last N hours reads (default 168, a week: longer than any "
+                          "query or export still reading an older catalog)")
+    vac.add_argument("--dry-run", action="store_true", help="only count the files it would delete")
     lake_p.add_parser("migrate", help="turn a lake of the old file-per-batch layout into Delta tables (once; no flow may write meanwhile)")
 
     tasks = sub.add_parser("tasks", help="inspect and re-validate tasks").add_subparsers(dest="tasks_cmd", required=True)
@@ -686,6 +692,12 @@ def _lake_command(args: argparse.Namespace, lake, duckdb) -> int:
         removed = lake.compact()
         print("\n".join(f"{t:20} {n:6d} small files merged" for t, n in removed.items()) or "nothing to compact")
         lake.refresh_catalog()
+        return 0
+    if args.lake_cmd == "vacuum":
+        removed = lake.vacuum(args.older_than_hours, dry_run=args.dry_run)
+        verb = "would delete" if args.dry_run else "deleted"
+        print("\n".join(f"{t:20} {verb} {n:6d} unread files" for t, n in removed.items())
+              or f"nothing to delete (no file unread for {args.older_than_hours} h)")
         return 0
     if args.lake_cmd == "refresh" or (not lake.remote and not lake.catalog_path.exists()):
         lake.refresh_catalog()

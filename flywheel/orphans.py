@@ -32,6 +32,11 @@ def owner_tag(pid: int | None = None) -> str:
     return f"{pid}:{process_start_time(pid)}"
 
 
+def owner_alive(tag: str) -> bool:
+    """Whether the process an `owner_tag` names still runs (the same pid started at the same time)."""
+    return _alive(tag)
+
+
 def _alive(tag: str) -> bool:
     pid, _, started = tag.partition(":")
     return pid.isdigit() and process_start_time(int(pid)) == started

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 
-from lake.schemas import COMMON_COLUMNS, DESCRIPTIONS, LATEST_BY_KEY, TABLES, duckdb_type
+from lake.schemas import COMMON_COLUMNS, DENSE_VIEWS, DESCRIPTIONS, LATEST_BY_KEY, TABLES, duckdb_type
 
 
 def views() -> list[tuple[str, str]]:
@@ -18,6 +18,8 @@ def views() -> list[tuple[str, str]]:
         out.append((table, table))
         if table in LATEST_BY_KEY:
             out.append((f"{table}_history", table))
+        if table in DENSE_VIEWS:
+            out.append((DENSE_VIEWS[table], table))
     return out
 
 
@@ -32,6 +34,8 @@ def describe_column(table: str, column: str) -> str:
 
 def describe_view(view: str, table: str) -> str:
     text = DESCRIPTIONS[table][0]
+    if view != table and table in DENSE_VIEWS:
+        return f"The rows of `{table}` that were written: mined steps whose values differ from a clean step's."
     if view != table:
         key, order = LATEST_BY_KEY[table]
         return f"Every row of `{table}`, in the order written (`{table}` keeps the latest per {key} by {order})."
@@ -90,6 +94,10 @@ def render_markdown() -> str:
         if table in LATEST_BY_KEY:
             key, order = LATEST_BY_KEY[table]
             lines += [f"Latest row per {key} (by {order}); `{table}_history` has the same columns and every row.", ""]
+        if table in DENSE_VIEWS:
+            lines += [f"Written sparse: `{DENSE_VIEWS[table]}` has the same columns and the rows written; `{table}` adds "
+                      "a clean row (ct 1, qt 1, st 0, lt 0) for every other step of a trajectory whose `mined` row "
+                      "has weights_json.", ""]
         lines += ["| column | type | meaning |", "|---|---|---|"]
         lines += [f"| `{f.name}` | {duckdb_type(table, f.name)} | {describe_column(table, f.name)} |" for f in TABLES[table]]
     return "\n".join(lines) + "\n"

@@ -183,6 +183,7 @@ TABLES: dict[str, pa.Schema] = {
             ("undecidable_json", pa.string()),  # checks that could not run (no screenshot, no UI tree), counted
             ("run_id", pa.string()),
             ("recorded_at", TS),
+            ("weights_json", pa.string()),  # the reward weights of its steps' step_rewards (see DENSE_VIEWS)
         ]
     ),
     # Targeted seeds for synthesis: a weakness seen in a task, with the step context.
@@ -342,6 +343,7 @@ TABLES: dict[str, pa.Schema] = {
             ("started_at", TS),
             ("finished_at", TS),
             ("recorded_at", TS),
+            ("owner", pa.string()),  # host:pid:start-ticks of the process running it (added later: null before)
         ]
     ),
 }
@@ -353,6 +355,37 @@ LATEST_BY_KEY: dict[str, tuple[str, str]] = {
     "reviews": ("item_kind, item_id, reviewer", "decided_at"),
     "runs": ("invocation_id", "recorded_at"),
 }
+
+# Tables stored sparse, view -> the view of the rows written. mine-failures writes a step_rewards row only for
+# a step whose reward differs from a clean step's (ct 1, qt 1, st 0, lt 0): most steps have no finding, and one
+# row per step was a third of mining's cost. The `step_rewards` view is every mined step, as before: the rows
+# written, plus a clean row for each other step of a trajectory whose `mined` row carries weights_json (the
+# weights its rewards were combined with; rows of miners that wrote every step carry none, so old lakes read
+# as they were written). Its reward is the clean step's under those weights, computed as rewards.py does.
+DENSE_VIEWS: dict[str, str] = {"step_rewards": "step_rewards_sparse"}
+DENSE_VIEW_NEEDS: dict[str, tuple[str, ...]] = {"step_rewards": ("steps", "mined")}
+def step_rewards_sql(steps: str = "steps", trajectories: str | None = None) -> str:
+    """The `step_rewards` view's query: the rows written plus a clean row for every other step of a trajectory
+    mined with weights_json. `steps` names where the steps come from (the `steps` view, or a `read_parquet`
+    of some of its files); `trajectories`, a subquery of trajectory ids, keeps those only (a reader of a few
+    trajectories, such as an export batch, filters inside the query: DuckDB does not push a filter on the
+    view through its union and join, and would join every step)."""
+    only = f"trajectory_id IN {trajectories}" if trajectories else "true"
+    return f"""
+        SELECT * FROM step_rewards_sparse WHERE {only}
+        UNION ALL
+        SELECT s.trajectory_id, s.step_index, 1.0::DOUBLE AS ct, 1.0::DOUBLE AS qt, 0.0::DOUBLE AS st,
+               0.0::DOUBLE AS lt, m.reward, m.weights_json, m.detector_version, m.run_id
+        FROM (SELECT trajectory_id, step_index FROM {steps} WHERE {only}) s
+        JOIN (SELECT trajectory_id, weights_json, detector_version, run_id,
+                     (weights_json->>'ct')::DOUBLE * 1.0 + (weights_json->>'qt')::DOUBLE * 1.0
+                       + (weights_json->>'st')::DOUBLE * 0.0 + (weights_json->>'lt')::DOUBLE * 0.0 AS reward
+              FROM mined WHERE weights_json IS NOT NULL AND {only}) m ON m.trajectory_id = s.trajectory_id
+        WHERE NOT EXISTS (SELECT 1 FROM step_rewards_sparse r WHERE {only} AND r.trajectory_id = s.trajectory_id
+                          AND r.step_index = s.step_index AND r.detector_version = m.detector_version)"""
+
+
+DENSE_VIEW_SQL: dict[str, str] = {"step_rewards": step_rewards_sql()}
 
 DUCKDB_TYPES = {
     pa.string(): "VARCHAR",
@@ -532,7 +565,8 @@ DESCRIPTIONS: dict[str, tuple[str, dict[str, str]]] = {
         },
     ),
     "step_rewards": (
-        "Per-step signals for Action-RL from mine-failures: Ct, Qt, St, Lt and the combined reward.",
+        "Per-step signals for Action-RL from mine-failures: Ct, Qt, St, Lt and the combined reward, one row per mined "
+        "step (mining writes only the steps whose reward differs from a clean step's: `step_rewards_sparse`).",
         {
             "ct": "Action-type correctness Ct (0..1).",
             "qt": "Argument quality Qt (0..1).",
@@ -544,7 +578,11 @@ DESCRIPTIONS: dict[str, tuple[str, dict[str, str]]] = {
     ),
     "mined": (
         "Which trajectories each detector version has mined, so re-runs mine only new ones.",
-        {"undecidable_json": "Checks that could not run (no screenshot, no UI tree), counted (JSON)."},
+        {
+            "undecidable_json": "Checks that could not run (no screenshot, no UI tree), counted (JSON).",
+            "weights_json": "The weights the trajectory's step rewards were combined with (JSON object); set when "
+                            "only the steps with a finding were written to step_rewards_sparse.",
+        },
     ),
     "failure_seeds": (
         "Targeted seeds for synthesis: a weakness seen in a task, with its step context.",
@@ -667,10 +705,12 @@ DESCRIPTIONS: dict[str, tuple[str, dict[str, str]]] = {
             "parent_invocation_id": "The flow that called this one (a cycle's stages), else null.",
             "run_id": "The run id the flow's rows carry in other tables, when the flow names one.",
             "flow": "synthesize-tasks | rollout | judge | mine-failures | curriculum | explore | export-sft | cycle.",
-            "status": "running | completed | failed (a run killed mid-way stays running).",
+            "status": "running | completed | failed | killed (its process ended without saying how: found by the next "
+                      "flow run on the same host).",
             "parameters_json": "The flow's parameters (JSON object).",
             "counts_json": "The numbers the flow reported: episodes, verdicts per label, rows, … (JSON object).",
-            "error": "The exception that ended a failed run.",
+            "error": "The exception that ended a failed run; for a killed one, which process ended.",
+            "owner": "The process that ran it, host:pid:start time in clock ticks (null in rows written before it was kept).",
         },
     ),
 }

@@ -33,7 +33,17 @@ from deltalake import DeltaTable, write_deltalake
 from deltalake.exceptions import CommitFailedError, TableNotFoundError
 
 from lake.conform import conform_table
-from lake.schemas import LATEST_BY_KEY, RENAMED_JSON_KEYS, TABLES, duckdb_type, json_columns, schema_for
+from lake.schemas import (
+    DENSE_VIEW_NEEDS,
+    DENSE_VIEW_SQL,
+    DENSE_VIEWS,
+    LATEST_BY_KEY,
+    RENAMED_JSON_KEYS,
+    TABLES,
+    duckdb_type,
+    json_columns,
+    schema_for,
+)
 
 _SAFE = re.compile(r"[^A-Za-z0-9_.=-]+")
 BATCH_KEY = "_batch_key"  # hidden column: the (run, batch) a row was written by
@@ -310,7 +320,9 @@ class Lake:
             con = self._query_db.cursor()  # a connection of its own: its temporary views are its own
         try:
             named = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", sql.lower()))
-            self._add_views(con, [t for t in TABLES if t in named or f"{t}_history" in named], temp=True)
+            wanted = {t for t in TABLES if t in named or f"{t}_history" in named or DENSE_VIEWS.get(t) in named}
+            wanted |= {n for t in wanted for n in DENSE_VIEW_NEEDS.get(t, ())}
+            self._add_views(con, [t for t in TABLES if t in wanted], temp=True)
             cur = con.execute(sql, params or [])
             cols = [d[0] for d in cur.description]
             return [dict(zip(cols, r)) for r in cur.fetchall()]
@@ -321,6 +333,22 @@ class Lake:
     def compact(self) -> dict[str, int]:
         """Merge each table's small files into few (a new snapshot; old ones stay readable); files removed per table."""
         return {table: n for table in TABLES if (n := self._compact_one(table))}
+
+    def vacuum(self, older_than_hours: int = 168, dry_run: bool = False) -> dict[str, int]:
+        """Delete the files no snapshot newer than `older_than_hours` reads (what overwritten batches and
+        compactions left); files deleted (or, dry, that would be) per table. Readers of an older catalog or
+        snapshot than that lose their files: keep the hours above the longest query or export you run."""
+        if older_than_hours < 0:
+            raise ValueError(f"older_than_hours must be 0 or more, not {older_than_hours}")
+        out = {}
+        for table in TABLES:
+            current = self._delta(table)
+            if current is None:
+                continue
+            gone = current.vacuum(retention_hours=older_than_hours, dry_run=dry_run, enforce_retention_duration=False)
+            if gone:
+                out[table] = len(gone)
+        return out
 
     def _compact_one(self, table: str) -> int:
         current = self._delta(table)
@@ -373,17 +401,21 @@ class Lake:
 
     def _view_statements(self, persistent: bool = False, tables: Iterable[str] = TABLES, temp: bool = False) -> list[str]:
         stmts, create = [], "CREATE OR REPLACE TEMP VIEW" if temp else "CREATE OR REPLACE VIEW"
+        tables = list(tables)
         for table in tables:
             schema = TABLES[table]
-            raw = f"{table}_history" if table in LATEST_BY_KEY else table
+            raw = f"{table}_history" if table in LATEST_BY_KEY else DENSE_VIEWS.get(table, table)
             files = self.files(table)
-            typed = ", ".join(f"TRY_CAST({_renamed_keys(table, c)} AS JSON) AS {c}" for c in json_columns(table))
+            # columns added to the schema after every file of the table was written: typed nulls
+            written = {f.name for f in self._delta(table).schema().fields} if files else set()
+            added = "".join(f", CAST(NULL AS {duckdb_type(table, f.name)}) AS {f.name}" for f in schema if f.name not in written)
+            typed = ", ".join(f"TRY_CAST({_renamed_keys(table, c)} AS JSON) AS {c}" for c in json_columns(table) if c in written)
             replace = f" REPLACE ({typed})" if typed else ""
             if files and not self.remote:
                 listed = ", ".join("'" + f.as_posix().replace("'", "''") + "'" for f in files)
-                body = f"SELECT * EXCLUDE ({BATCH_KEY}){replace} FROM read_parquet([{listed}], union_by_name = true)"
+                body = f"SELECT * EXCLUDE ({BATCH_KEY}){replace}{added} FROM read_parquet([{listed}], union_by_name = true)"
             elif files and not persistent:
-                body = f"SELECT * EXCLUDE ({BATCH_KEY}){replace} FROM _delta_{table}"
+                body = f"SELECT * EXCLUDE ({BATCH_KEY}){replace}{added} FROM _delta_{table}"
             else:
                 cols = ", ".join(f"CAST(NULL AS {duckdb_type(table, f.name)}) AS {f.name}" for f in schema)
                 body = f"SELECT {cols} WHERE false"
@@ -394,6 +426,8 @@ class Lake:
                     f"{create} {table} AS SELECT * FROM {raw} "
                     f"QUALIFY row_number() OVER (PARTITION BY {key} ORDER BY {order} DESC) = 1"
                 )
+        # views over several tables (DENSE_VIEWS) come last: they read the views above
+        stmts += [f"{create} {table} AS {DENSE_VIEW_SQL[table]}" for table in tables if table in DENSE_VIEWS]
         return stmts
 
 

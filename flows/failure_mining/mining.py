@@ -24,9 +24,10 @@ import datetime as dt
 import os
 import re
 import time
-from collections import Counter
+from collections import Counter, deque
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 import polars as pl
 import pyarrow as pa
@@ -34,7 +35,7 @@ import pyarrow as pa
 from flows.failure_mining.detectors import UNDECIDABLE_CHECKS, run_checks
 from flows.failure_mining.features import ENGINE, STEP_COLUMNS, attach_trajectories, prev, step_features
 from flows.failure_mining.report import failures_chart_svg, summary_markdown
-from flows.failure_mining.rewards import DEFAULT_WEIGHTS, RewardWeights, step_rewards
+from flows.failure_mining.rewards import DEFAULT_WEIGHTS, RewardWeights, marked_step_rewards
 from lake import Lake, utcnow
 from lake.schemas import schema_for
 
@@ -43,6 +44,7 @@ from lake.schemas import schema_for
 # mining-4: first attempts, planned repeats, new content
 DETECTOR_VERSION = "mining-5"
 BATCH_STEPS = int(os.environ.get("FLYWHEEL_MINING_BATCH_STEPS", "2000000"))  # steps per mine-shard task
+MINERS = int(os.environ.get("FLYWHEEL_MINING_THREADS", "2"))  # batches mined at once by one `mine()`
 _SAFE = re.compile(r"[^A-Za-z0-9_.=-]+")
 # Per trajectory in `mined.undecidable_json`: each check's undecidable cases, and the steps missing a screen.
 MINED_COUNTS = (*UNDECIDABLE_CHECKS, "missing_ui_tree", "missing_screenshot")
@@ -393,9 +395,11 @@ def mined_rows(
     counts: pl.DataFrame | None,
     run_id: str,
     now: dt.datetime,
+    weights: RewardWeights = DEFAULT_WEIGHTS,
 ) -> pl.DataFrame:
-    """One row per mined trajectory, with every check's undecidable count (0 when it could decide) and
-    how many of its steps had no UI tree or no screenshot."""
+    """One row per mined trajectory, with every check's undecidable count (0 when it could decide), how
+    many of its steps had no UI tree or no screenshot, and the weights of its steps' rewards (the lake's
+    `step_rewards` view gives its steps without a written row a clean step's reward under them)."""
     parts = [counts] if counts is not None else []
     if features is not None:
         missing = (
@@ -418,6 +422,7 @@ def mined_rows(
         undecidable_json=pl.col("undecidable_json").fill_null(NOTHING_UNDECIDABLE),
         run_id=pl.lit(run_id),
         recorded_at=pl.lit(now),
+        weights_json=pl.lit(weights.to_json()),
     )
 
 
@@ -427,16 +432,18 @@ def mine_frame(
     run_id: str,
     weights: RewardWeights = DEFAULT_WEIGHTS,
     now: dt.datetime | None = None,
-) -> dict[str, pl.DataFrame]:
+) -> dict[str, Any]:
     """Everything mining produces for the steps of `trajectories` (trajectory_id, task_id, sandbox, policy,
-    verdict, reference_len) found in `steps`, as frames shaped like the lake tables (no I/O)."""
+    verdict, reference_len) found in `steps`, as frames shaped like the lake tables (no I/O), and `steps`,
+    how many steps were mined. `step_rewards` holds the steps whose reward differs from a clean step's only
+    (`rewards.marked_step_rewards`; the lake's view fills in the rest from the `mined` rows' weights)."""
     now = now or utcnow()
     features = attach_trajectories(step_features(steps), trajectories)
     firsts = features.select("trajectory_id", "same_prev").filter(~pl.col("same_prev"))
     trajectories = trajectories.join(firsts, on="trajectory_id", how="semi")
     findings, undecidable = run_checks(features)
     failures = failure_rows(findings, trajectories, run_id, now)
-    rewards = step_rewards(features, findings, weights).with_columns(
+    rewards = marked_step_rewards(features, findings, weights).with_columns(
         weights_json=pl.lit(weights.to_json()),
         detector_version=pl.lit(DETECTOR_VERSION),
         run_id=pl.lit(run_id),
@@ -445,8 +452,9 @@ def mine_frame(
         "failures": failures,
         "step_rewards": rewards,
         "failure_seeds": seed_rows(failures, features, run_id, now),
-        "mined": mined_rows(trajectories["trajectory_id"], features, undecidable, run_id, now),
+        "mined": mined_rows(trajectories["trajectory_id"], features, undecidable, run_id, now, weights),
         "undecidable": undecidable,
+        "steps": features.height,
     }
 
 
@@ -470,7 +478,7 @@ def write_frame(lake: Lake, table: str, frame: pl.DataFrame, run_id: str, batch:
     return lake.write_arrow(table, pa.Table.from_arrays(columns, schema=schema), run_id, batch)
 
 
-def _write_batch(lake: Lake, out: dict[str, pl.DataFrame], run_id: str, batch: str) -> None:
+def _write_batch(lake: Lake, out: dict[str, Any], run_id: str, batch: str) -> None:
     """The batch's rows keyed by detector version and trajectories, not by run: a run killed between these
     commits leaves the batch pending, and the re-run's same batch replaces what it had landed."""
     for table in ("failures", "step_rewards", "failure_seeds", "mined"):  # mined last: it commits the batch
@@ -508,32 +516,41 @@ def mine(
         summary.seconds = time.perf_counter() - t0
         return summary
     batches = step_batches(lake, pending, batch_steps)
-    # reads batch i+1 and writes batch i-1 while batch i is mined (polars and delta-rs leave the GIL)
-    with ThreadPoolExecutor(max_workers=1) as writer, ThreadPoolExecutor(max_workers=1) as reader:
-        writing = None
-        reading = reader.submit(read_steps, lake, batches[0].files) if batches else None
-        for index, batch in enumerate(batches):
-            steps = reading.result()
-            if index + 1 < len(batches):
-                reading = reader.submit(read_steps, lake, batches[index + 1].files)
-            out = mine_frame(steps, batch.trajectories, run_id, weights)
-            del steps
-            here = out["mined"]["trajectory_id"]
-            if writing is not None:
-                writing.result()  # one batch in flight at most: memory stays bounded
-            writing = writer.submit(_write_batch, lake, out, run_id, _batch_name(index, here))
-            summary.add(out["failures"], _undecided_totals(out["undecidable"]))
-            summary.trajectories += here.len()
-            summary.steps += out["step_rewards"].height
-            summary.seeds += out["failure_seeds"].height
-            summary.batches += 1
-        if writing is not None:
-            writing.result()
+    # MINERS batches are read and mined at once while the one before them is written (polars and delta-rs
+    # leave the GIL): most of a batch's work runs on one core, so two of them keep both cores of a small
+    # machine busy; batches are summed and written in order, and at most MINERS + 1 are held.
+    writing: list = []
+
+    def landed(out: dict[str, Any]) -> None:  # batches come here in order
+        here = out["mined"]["trajectory_id"]
+        if writing:
+            writing.pop().result()  # one batch written at a time: memory stays bounded
+        writing.append(writer.submit(_write_batch, lake, out, run_id, _batch_name(summary.batches, here)))
+        summary.add(out["failures"], _undecided_totals(out["undecidable"]))
+        summary.trajectories += here.len()
+        summary.steps += out["steps"]
+        summary.seeds += out["failure_seeds"].height
+        summary.batches += 1
+
+    with ThreadPoolExecutor(max_workers=1) as writer, ThreadPoolExecutor(max_workers=MINERS) as miners:
+        in_flight: deque = deque()
+        for batch in batches:
+            in_flight.append(miners.submit(_read_and_mine, lake, batch, run_id, weights))
+            if len(in_flight) == MINERS:
+                landed(in_flight.popleft().result())
+        while in_flight:
+            landed(in_flight.popleft().result())
+        if writing:
+            writing.pop().result()
     _mark_stepless(lake, pending, batches, run_id, summary)
     summary.seconds = time.perf_counter() - t0
     if summary.trajectories and write_report:
         _write_report(lake, summary)
     return summary
+
+
+def _read_and_mine(lake: Lake, batch: StepBatch, run_id: str, weights: RewardWeights) -> dict[str, Any]:
+    return mine_frame(read_steps(lake, batch.files), batch.trajectories, run_id, weights)
 
 
 def mine_batch(lake: Lake, run_id: str, batch: StepBatch, index: int, weights: RewardWeights = DEFAULT_WEIGHTS) -> MiningSummary:
@@ -542,7 +559,7 @@ def mine_batch(lake: Lake, run_id: str, batch: StepBatch, index: int, weights: R
     out = mine_frame(read_steps(lake, batch.files), batch.trajectories, run_id, weights)
     here = out["mined"]["trajectory_id"]
     _write_batch(lake, out, run_id, _batch_name(index, here))
-    part = MiningSummary(run_id=run_id, trajectories=here.len(), steps=out["step_rewards"].height,
+    part = MiningSummary(run_id=run_id, trajectories=here.len(), steps=out["steps"],
                          seeds=out["failure_seeds"].height, batches=1)
     part.add(out["failures"], _undecided_totals(out["undecidable"]))
     return part

@@ -70,12 +70,12 @@ def _by_join(steps: pl.DataFrame, findings: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def _by_position(steps: pl.DataFrame, findings: pl.DataFrame) -> pl.DataFrame | None:
-    """Severities per step by row position, when every trajectory is contiguous with steps numbered
-    without gaps (as rollouts write them): no join over every step. None when that does not hold.
-    Findings (not their spread steps) are joined to the trajectory starts, so only integers are spread."""
+def _placed(steps: pl.DataFrame, findings: pl.DataFrame) -> pl.DataFrame | None:
+    """(kind, severity, row): each finding spread over the rows of the steps it covers, when every trajectory
+    is contiguous with steps numbered without gaps (as rollouts write them); None when that does not hold."""
     tid, step = pl.col("trajectory_id"), pl.col("step_index")
-    new = (tid != tid.shift(1)).fill_null(True)
+    # features say where a trajectory starts (`same_prev`: each one is a run of rows, features.in_trajectory_order)
+    new = ~pl.col("same_prev") if "same_prev" in steps.columns else (tid != tid.shift(1)).fill_null(True)
     marks = steps.select(new=new, gapless=(new | (step - step.shift(1) == 1)).fill_null(True))
     if not marks["gapless"].all():
         return None
@@ -84,12 +84,21 @@ def _by_position(steps: pl.DataFrame, findings: pl.DataFrame) -> pl.DataFrame | 
     if starts["trajectory_id"].n_unique() != starts.height:
         return None
     offset = pl.col("row") - pl.col("first")
-    placed = (
+    return (
         findings.select("trajectory_id", "kind", "severity", "first_step", "last_step")
         .join(starts, on="trajectory_id", how="inner")
         .select("kind", "severity", row=pl.int_ranges(offset + pl.col("first_step"), offset + pl.col("last_step") + 1))
         .explode("row")
     )
+
+
+def _by_position(steps: pl.DataFrame, findings: pl.DataFrame) -> pl.DataFrame | None:
+    """Severities per step by row position, when every trajectory is contiguous with steps numbered
+    without gaps (as rollouts write them): no join over every step. None when that does not hold.
+    Findings (not their spread steps) are joined to the trajectory starts, so only integers are spread."""
+    placed = _placed(steps, findings)
+    if placed is None:
+        return None
     columns = {}
     for k in REWARD_KINDS:
         worst = placed.filter(pl.col("kind") == k).group_by("row").agg(pl.col("severity").max())
@@ -108,6 +117,52 @@ def step_rewards(
     severities = _by_position(steps, findings)
     if severities is None:
         severities = _by_join(steps, findings)
+    return _combined(severities, weights)
+
+
+def marked_step_rewards(
+    steps: pl.DataFrame, findings: pl.DataFrame, weights: RewardWeights = DEFAULT_WEIGHTS
+) -> pl.DataFrame:
+    """The rows of `step_rewards(steps, findings, weights)` that differ from a clean step's (ct 1, qt 1, st 0,
+    lt 0), in step order: what mining writes (the lake's `step_rewards` view fills in the clean steps). Only
+    the steps that findings of a rewarded kind cover are looked at, not every step."""
+    findings = findings.filter(pl.col("kind").is_in(REWARD_KINDS) & (pl.col("severity") > 0))
+    steps = steps.select("trajectory_id", "step_index", *(["same_prev"] if "same_prev" in steps.columns else []))
+    severities = _marked_by_position(steps, findings)
+    if severities is None:
+        severities = _by_join(steps, findings).filter(
+            pl.any_horizontal(pl.col(f"sev_{k}").is_not_null() for k in REWARD_KINDS)
+        )
+    clean = (pl.col("ct") == 1.0) & (pl.col("qt") == 1.0) & (pl.col("st") == 0.0) & (pl.col("lt") == 0.0)
+    return _combined(severities, weights).filter(~clean)
+
+
+def _marked_by_position(steps: pl.DataFrame, findings: pl.DataFrame) -> pl.DataFrame | None:
+    """`_by_position` for the covered steps only: (trajectory_id, step_index, sev_*) in row order."""
+    placed = _placed(steps, findings)
+    if placed is None:
+        return None
+    # the worst severity per (row, kind) by one integer key (a group_by with a filtered max per kind cost
+    # twice as much), then one column per kind over the rows covered, in row order
+    kinds = len(REWARD_KINDS)
+    number = pl.col("kind").replace_strict({k: i for i, k in enumerate(REWARD_KINDS)}, return_dtype=pl.Int64)
+    worst = (
+        placed.group_by(key=pl.col("row") * kinds + number).agg(pl.col("severity").max()).sort("key")
+        .with_columns(row=pl.col("key") // kinds, kind=pl.col("key") % kinds)
+    )
+    rows = worst["row"]
+    at = ((rows != rows.shift(1)).fill_null(True).cum_sum() - 1).cast(pl.UInt32)  # the row's place among them
+    covered = rows.unique(maintain_order=True)
+    columns = {}
+    for i, k in enumerate(REWARD_KINDS):
+        mine = worst["kind"] == i
+        empty = pl.repeat(None, covered.len(), dtype=pl.Float64, eager=True)
+        columns[f"sev_{k}"] = empty.scatter(at.filter(mine), worst["severity"].filter(mine)) if mine.any() else empty
+    return steps.select("trajectory_id", "step_index").gather(covered).with_columns(**columns)
+
+
+def _combined(severities: pl.DataFrame, weights: RewardWeights) -> pl.DataFrame:
+    """Ct, Qt, St, Lt and the reward from the worst severity per kind (`sev_*`, null for none)."""
     bad, loop = pl.col("sev_bad_args").fill_null(0.0), pl.col("sev_loop").fill_null(0.0)
     sensitive, premature = pl.col("sev_sensitive").fill_null(0.0), pl.col("sev_premature").fill_null(0.0)
     return severities.select(

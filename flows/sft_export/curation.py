@@ -39,8 +39,10 @@ import pyarrow as pa
 
 from flows.sft_export.config import ExportConfig
 from lake import Lake
+from lake.schemas import step_rewards_sql
 
 BATCH_STEPS = 100_000
+_IN_BATCH = "(SELECT trajectory_id FROM kept WHERE ord BETWEEN $a AND $b)"  # a streamed batch's trajectories
 DUCKDB_MEMORY = "1GB"
 NEAR_GRID = 25
 DROP_REASONS = (
@@ -183,32 +185,31 @@ def stream_trajectories(
     files: list[str],
     kept: pl.DataFrame,
     columns: tuple[str, ...],
-    reward_files: list[str] | None = None,
+    rewards: bool = False,
     batch_steps: int = BATCH_STEPS,
 ) -> Iterator[tuple[str, list[dict[str, Any]]]]:
     """(trajectory_id, steps in order) for every kept trajectory, in `ord` order, a batch at a time.
 
-    With `reward_files`, each step carries ct, qt, st, lt and reward (the latest mining run's)."""
+    With `rewards`, each step carries ct, qt, st, lt and reward (the latest mining run's, from the lake's
+    `step_rewards` view: mining writes only the steps with a finding, the view fills in the clean ones)."""
     if kept.is_empty():
         return
     con.register("kept", kept.select("trajectory_id", "ord").to_arrow())
     try:
         for a, b, batch_files in _batches(files, kept, batch_steps):
             cols = ", ".join(f"s.{c}" for c in columns)
-            rewards = ""
+            joined = ""
             params: dict[str, Any] = {"files": batch_files, "a": a, "b": b}
-            if reward_files:
+            if rewards:
                 cols += ", r.ct, r.qt, r.st, r.lt, r.reward"
-                rewards = (
+                joined = (
                     "LEFT JOIN (SELECT trajectory_id, step_index, arg_max(ct, run_id) AS ct, arg_max(qt, run_id) AS qt, "
                     "arg_max(st, run_id) AS st, arg_max(lt, run_id) AS lt, arg_max(reward, run_id) AS reward "
-                    "FROM read_parquet($rfiles) WHERE trajectory_id IN "
-                    "(SELECT trajectory_id FROM kept WHERE ord BETWEEN $a AND $b) GROUP BY 1, 2) r "
+                    f"FROM ({step_rewards_sql('read_parquet($files)', _IN_BATCH)}) GROUP BY 1, 2) r "
                     "USING (trajectory_id, step_index) "
                 )
-                params["rfiles"] = reward_files
             reader = con.sql(
-                f"SELECT {cols} FROM read_parquet($files) s JOIN kept k USING (trajectory_id) {rewards}"
+                f"SELECT {cols} FROM read_parquet($files) s JOIN kept k USING (trajectory_id) {joined}"
                 "WHERE k.ord BETWEEN $a AND $b ORDER BY k.ord, s.step_index",
                 params=params,
             ).to_arrow_reader(20_000)

@@ -104,15 +104,15 @@ def _build(lake, con, config, cur, folder: Path, name_dir: Path, run_id: str, pr
     writer = ShardWriter(folder / "data", schema, config.shard_bytes)
     scrubber = Scrubber()
     builder = RowBuilder(config, scrubber, image_reader(lake, config.images))
-    rewards = lake.files("step_rewards") if config.format == "action-rl" else None
-    lineage = card.lineage(cur.kept, lake.uri, _reward_lineage(con, rewards, cur.kept))
+    rewards = config.format == "action-rl"
+    lineage = card.lineage(cur.kept, lake.uri, _reward_lineage(con, cur.kept) if rewards else [])
     total_steps = int(cur.kept["steps"].sum()) if not cur.kept.is_empty() else 0
     bar = progress.add_task(f"write {config.name}: steps", total=total_steps) if progress else None
     produced = images = 0
     # the kept rows in `ord` order, in step with the stream (which yields them in the same order)
     facts = cur.kept.select("ord", *ROW_FACTS).sort("ord").iter_rows(named=True) if total_steps else iter(())
     for tid, steps in curation.stream_trajectories(
-        con, cur.step_files, cur.kept, STEP_COLUMNS, [str(f) for f in rewards] if rewards else None
+        con, cur.step_files, cur.kept, STEP_COLUMNS, rewards
     ):
         traj = next(facts)
         while traj["trajectory_id"] != tid:
@@ -167,15 +167,15 @@ def _build(lake, con, config, cur, folder: Path, name_dir: Path, run_id: str, pr
     return result
 
 
-def _reward_lineage(con, rewards, kept) -> list[dict[str, Any]]:
-    if not rewards or kept.is_empty():
+def _reward_lineage(con, kept) -> list[dict[str, Any]]:
+    """Per detector version and weights, how many of the kept trajectories' steps have a reward."""
+    if kept.is_empty():
         return []
     con.register("kept_ids", kept.select("trajectory_id").to_arrow())
     try:
         rows = con.sql(
-            "SELECT detector_version, weights_json, count(*) AS steps FROM read_parquet($files) "
-            "WHERE trajectory_id IN (SELECT trajectory_id FROM kept_ids) GROUP BY ALL ORDER BY ALL",
-            params={"files": [str(f) for f in rewards]},
+            "SELECT detector_version, weights_json::VARCHAR, count(*) AS steps FROM step_rewards "
+            "WHERE trajectory_id IN (SELECT trajectory_id FROM kept_ids) GROUP BY ALL ORDER BY ALL"
         ).fetchall()
     finally:
         con.unregister("kept_ids")

@@ -920,3 +920,24 @@ def test_the_few_families_note_counts_chains_and_retrieves_as_families():
     assert not any("few families" in n for n in notes(manifest, walk, fams, {}, with_chains, count=20))
     without = [NS(family=f) for f in ["create", "update", "delete"] * 7]
     assert any("few families" in n for n in notes(manifest, walk, fams, {}, without, count=20))
+
+
+def test_the_auth_hint_is_given_for_a_sign_in_form_not_for_a_sign_up():
+    from types import SimpleNamespace as NS
+
+    from flows.task_synthesis.discovery.agent import notes
+    from flows.task_synthesis.discovery.page_scan import FieldInfo, Group
+
+    def field(kind: str, label: str) -> FieldInfo:
+        return FieldInfo({}, "textbox", kind, label)
+
+    def hinted(*fields: FieldInfo) -> bool:
+        scan = NS(groups=[Group("form", "", list(fields), [{"name": "Go"}])], on_items=[], cards=[])
+        walk = NS(scans={"/": scan}, pages=["/"], seconds=1.0, steps=3, transitions=[], changing=[], state=None,
+                  notes=[], sign_in=None, initial=None)
+        return any("[auth]" in n for n in notes(NS(name="app"), walk, [], {}, [], count=20))
+
+    assert hinted(field("text", "Username"), field("password", "Password"), field("checkbox", "Remember me"))
+    assert not hinted(field("text", "First name"), field("text", "Last name"), field("email", "Email"),
+                      field("password", "Password"))
+    assert not hinted(field("email", "Email"), field("password", "Password"), field("password", "Repeat password"))

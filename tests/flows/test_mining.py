@@ -11,9 +11,10 @@ import pytest
 
 from flows.failure_mining import detectors as d
 from flows.failure_mining.evaluation import evaluate
+from flows.failure_mining.features import step_features
 from flows.failure_mining.mining import DETECTOR_VERSION, _lookup, mine, mine_frame
 from flows.failure_mining.report import failures_chart_svg
-from flows.failure_mining.rewards import RewardWeights, step_rewards
+from flows.failure_mining.rewards import RewardWeights, marked_step_rewards, step_rewards
 from flows.rollout.policies import NoiseRates, ScriptedNoisyPolicy
 from lake import Lake
 from sandboxes.action_parsing import parse_model_output
@@ -460,6 +461,21 @@ def test_findings_and_rewards_do_not_depend_on_gapless_step_numbering():
     assert sparse.drop("step_index").equals(dense.drop("step_index"))
 
 
+def test_marked_rewards_are_the_rewarded_rows_whatever_the_step_numbering():
+    steps = frame(
+        ("t", [step(type_("a"), "s0"), step(type_("a"), "s1"), step(type_("a"), "s1"), step(DONE, "s1")]),
+        ("u", [step(click_at(950, 990), "s1"), step(click("Place order"), "s1", sensitive="pay"), step(DONE, "s2")]),
+        ("v", CLEAN),
+    )
+    for numbered in (steps, steps.with_columns(pl.col("step_index") * 10)):  # by position; by join
+        findings = d.detect_all(numbered)
+        dense = step_rewards(numbered, findings, RewardWeights(lt=0.7)).sort("trajectory_id", "step_index")
+        clean = (pl.col("ct") == 1) & (pl.col("qt") == 1) & (pl.col("st") == 0) & (pl.col("lt") == 0)
+        for given in (numbered, step_features(numbered)):  # raw steps; features (they say where trajectories start)
+            marked = marked_step_rewards(given, findings, RewardWeights(lt=0.7)).sort("trajectory_id", "step_index")
+            assert marked.equals(dense.filter(~clean)) and 0 < marked.height < dense.height
+
+
 # ---- mining into the lake -------------------------------------------------------------------------------
 
 
@@ -504,6 +520,14 @@ def test_mining_lands_every_table_and_a_rerun_adds_nothing(lake):
     failure = lake.query("SELECT * FROM failures")[0]
     assert (failure["task_id"], failure["first_step"], failure["last_step"]) == ("task-loop", 1, 2)
     assert lake.query("SELECT count(*) AS n FROM step_rewards")[0]["n"] == 7
+    # written: the looping steps only; the view fills in the clean ones with a clean step's reward
+    assert lake.query("SELECT count(*) AS n FROM step_rewards_sparse")[0]["n"] == 2
+    viewed = pl.DataFrame(lake.query("SELECT * EXCLUDE (run_id) FROM step_rewards")).sort("trajectory_id", "step_index")
+    steps = pl.concat([frame(("clean", CLEAN)), frame(("loop", LOOPING))])
+    computed = step_rewards(steps, d.detect_all(steps)).with_columns(
+        weights_json=pl.lit(RewardWeights().to_json()), detector_version=pl.lit(DETECTOR_VERSION)
+    )
+    assert viewed.equals(computed.sort("trajectory_id", "step_index"))
     seed = lake.query("SELECT * FROM failure_seeds")[0]
     context = json.loads(seed["context_json"])
     assert (seed["task_id"], seed["kind"]) == ("task-loop", "loop")
@@ -518,6 +542,26 @@ def test_mining_lands_every_table_and_a_rerun_adds_nothing(lake):
     assert third.trajectories == 1 and third.failures == 1
     mined = lake.query("SELECT detector_version, count(*) AS n FROM mined GROUP BY 1")
     assert mined == [{"detector_version": DETECTOR_VERSION, "n": 3}]
+
+
+def test_a_lake_mined_before_rewards_were_written_sparse_reads_as_it_was_written(lake):
+    """Its mined rows have no weights_json column (the files predate it) and its step_rewards a row per step:
+    the view neither fails on the missing column nor adds clean rows; a later sparse run's rows join them."""
+    import pyarrow as pa
+    from deltalake import write_deltalake
+
+    _land(lake, "r1", {"loop": LOOPING, "clean": CLEAN})
+    mined = pa.table({"trajectory_id": ["loop", "clean"], "detector_version": ["old"] * 2,
+                      "undecidable_json": ["{}"] * 2, "run_id": ["m0"] * 2, "_batch_key": ["k"] * 2})
+    write_deltalake(lake.table_uri("mined"), mined)
+    steps = frame(("loop", LOOPING))
+    lake.write_arrow("step_rewards", step_rewards(steps, d.detect_all(steps)).with_columns(
+        weights_json=pl.lit("{}"), detector_version=pl.lit("old"), run_id=pl.lit("m0")), "m0", "b")
+    assert lake.query("SELECT count(*) AS n FROM mined WHERE weights_json IS NULL")[0]["n"] == 2
+    assert lake.query("SELECT count(*) AS n FROM step_rewards")[0]["n"] == 4  # the old run wrote "loop" only
+    mine(lake, "m1")
+    versions = lake.query("SELECT detector_version, count(*) AS n FROM step_rewards GROUP BY 1 ORDER BY 1")
+    assert versions == [{"detector_version": DETECTOR_VERSION, "n": 7}, {"detector_version": "old", "n": 4}]
 
 
 def test_mining_filters_by_policy_and_time_and_counts_missing_screens(lake):
@@ -544,6 +588,24 @@ def test_a_trajectory_whose_steps_span_three_files_is_mined_whole(lake):
     assert summary.by_reason == {"loop/exact_repeat": 1} and (summary.batches, summary.steps) == (1, 4)
 
 
+def test_batches_mined_two_at_a_time_land_what_one_at_a_time_lands(tmp_path, monkeypatch):
+    from flows.failure_mining import mining
+
+    landed = {}
+    for miners in (1, 2):
+        monkeypatch.setattr(mining, "MINERS", miners)
+        lake = Lake(tmp_path / f"lake-{miners}")
+        for i, steps in enumerate((LOOPING, CLEAN, LOOPING, CLEAN, LOOPING)):
+            _land(lake, "r1", {f"t{i}": steps}, batch=f"b{i}")
+        summary = mine(lake, "m1", batch_steps=4, write_report=False)
+        assert summary.batches == 5 and summary.steps == 18
+        landed[miners] = [
+            lake.query(f"SELECT * EXCLUDE (recorded_at) FROM {table} ORDER BY ALL")
+            for table in ("failures", "failure_seeds", "mined")
+        ] + [lake.query("SELECT * FROM step_rewards ORDER BY ALL"), summary.by_reason]
+    assert landed[1] == landed[2] and landed[1][0]
+
+
 def test_pending_ids_are_found_among_the_files_ids_exactly_and_a_shared_hash_falls_back_to_joins():
     held = pl.Series(["t1", "t2", None, "t3"])  # the distinct ids of the step files, in file order
     assert _lookup(held, pl.Series(["t3", "t9", None, "t1", "t1"])).to_list() == [3, None, None, 0, 0]
@@ -566,7 +628,7 @@ def test_mine_frame_is_pure_and_shapes_rows_like_the_lake_tables():
     )
     out = mine_frame(steps, trajectories, "run")
     assert out["failures"]["failure_id"].to_list() == [f"loop:loop:exact_repeat:1:2:{DETECTOR_VERSION}"]
-    assert out["step_rewards"].height == 4 and out["mined"].height == 1
+    assert out["steps"] == 4 and out["mined"].height == 1
 
 
 def test_the_chart_has_one_bar_per_reason_scaled_to_the_largest():

@@ -45,6 +45,21 @@ def test_compaction_merges_files_and_keeps_rows_and_idempotency(lake):
     assert sorted(r["run_id"] for r in lake.query("SELECT run_id FROM runs")) == ["r0", "r1", "r2", "r3-again", "r4", "r5"]
 
 
+def test_vacuum_deletes_only_files_no_recent_snapshot_reads(lake):
+    for i in range(4):
+        lake.write("runs", [_run_row(f"r{i}")], "run1", i)
+    lake.compact()
+    on_disk = lambda: sorted((lake.tables_dir / "runs").glob("*.parquet"))  # noqa: E731
+    assert len(on_disk()) == 5  # four written, one merged
+    assert lake.vacuum() == {}, "the default keeps a week of snapshots: nothing is old enough"
+    assert lake.vacuum(0, dry_run=True) == {"runs": 4} and len(on_disk()) == 5
+    assert lake.vacuum(0) == {"runs": 4}
+    assert [p.name for p in on_disk()] == [p.name for p in lake.files("runs")]
+    assert lake.query("SELECT count(*) AS n FROM runs") == [{"n": 4}]
+    with pytest.raises(ValueError, match="0 or more"):
+        lake.vacuum(-1)
+
+
 def test_compaction_runs_by_itself_every_n_commits(lake, monkeypatch):
     import lake.store as store
 

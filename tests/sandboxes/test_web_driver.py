@@ -155,3 +155,20 @@ def test_a_manifest_can_leave_the_pages_own_random_numbers(shop_app, browser_hos
     driver.close()
     assert drawn[0]["r"] != drawn[1]["r"]
     assert drawn[0]["at"] != "2024-01-01T12:00:00.000Z"
+
+
+def test_back_in_an_episode_never_reaches_the_episode_before(shop_app, browser_host):
+    """Episodes of one task may keep the browser context (cookies and storage cleared); each gets a new tab,
+    so the browser's back button finds nothing of the episode before."""
+    driver = WebDriver(shop_app, browser_host)
+    try:
+        driver.reset(new_context=True)
+        assert driver.act(parse_actions([{"action": "goto", "url": "/addresses/new"}])[0]).ok
+        assert driver.observe(screenshot=False).url.endswith("/addresses/new")
+        driver.reset(new_context=False)
+        home = driver.observe(screenshot=False).url
+        assert not home.endswith("/addresses/new")
+        assert driver.act(parse_actions([{"action": "system_button", "button": "back"}])[0]).ok
+        assert driver.observe(screenshot=False).url == home, "back reached the previous episode's page"
+    finally:
+        driver.close()

@@ -347,6 +347,14 @@ def observed_chains(plain: list[Instance], rng: random.Random, count: int, obser
     return out
 
 
+def _looks_like_sign_in(group: Any) -> bool:
+    """A password with at most a name or email and a "remember me" beside it; a sign-up or a wizard step
+    that asks for a new password also asks for more (names, email, the password again)."""
+    passwords = [f for f in group.fields if f.type == "password"]
+    others = [f for f in group.fields if f.type not in ("password", "checkbox", "hidden", "submit")]
+    return len(passwords) == 1 and len(others) <= 1
+
+
 def notes(manifest: Any, walk: WalkResult, fams: list[Family], dropped: Any, picked: list[TaskSpec], count: int = 20) -> list[str]:
     name = manifest.name
     groups = sum(len(s.groups) for s in walk.scans.values())
@@ -375,8 +383,8 @@ def notes(manifest: Any, walk: WalkResult, fams: list[Family], dropped: Any, pic
         if walk.state and not walk.state.found:
             hints.append("no state change was seen: name the state in [state] (kind = \"sqlite\" with its path, "
                          "\"local_storage\" with its key, or \"js\" with an expression that returns the records)")
-        if not walk.sign_in and any(f.type == "password" for s in walk.scans.values() for g in s.groups for f in g.fields):
-            hints.append("a password field was seen: give an account in [auth] (login_path, username, password)")
+        if not walk.sign_in and any(_looks_like_sign_in(g) for s in walk.scans.values() for g in s.groups):
+            hints.append("a sign-in form was seen: give an account in [auth] (login_path, username, password)")
         initial = walk.initial.manifest if walk.initial else None
         leaves = document_leaves(initial) if isinstance(initial, dict) else {}
         if 0 < len(leaves) <= 3:
