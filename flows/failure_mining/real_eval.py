@@ -60,6 +60,12 @@ KNOWN_SETS = {
         EVAL_DATA / "webarena_colorbrowser_labels.jsonl",
         False,
     ),
+    "webchorearena_colorbrowser": (  # WEBCHOREARENA_COLORBROWSER.md; the same agent on WebChoreArena, labelled blind
+        "FLYWHEEL_MINING_EVAL_WEBCHOREARENA",
+        "webchorearena_colorbrowser",
+        EVAL_DATA / "webchorearena_colorbrowser_labels.jsonl",
+        False,
+    ),
 }
 HALVES = ("tune", "held_out")
 

@@ -25,6 +25,7 @@ from typing import Any
 REPO = "MadeAgents/browser-agent"
 POLICY = "colorbrowseragent-gpt-5"
 RESULTS = "trajectories/webarena/results"
+WEBCHOREARENA_RESULTS = "trajectories/webchorearena/results"  # the same agent on WebChoreArena (WEBCHOREARENA_COLORBROWSER.md)
 LICENSE = "Apache-2.0"
 _STEP_FILE = re.compile(r"^task_(\d+)/steps_info_(\d+)\.json$")
 _ACTION = re.compile(r"<action>\s*(.*?)\s*(?:</action>?|$)", re.S)  # some outputs never close the block
@@ -33,36 +34,42 @@ EMPTY = "empty_action()"  # not a BrowserGym call: the importer keeps it as an u
 
 
 def build_webarena_colorbrowser_set(
-    git_dir: str | Path, out: str | Path, commit: str = "HEAD", sample: Callable[[str], bool] | None = None
+    git_dir: str | Path,
+    out: str | Path,
+    commit: str = "HEAD",
+    sample: Callable[[str], bool] | None = None,
+    results: str = RESULTS,
 ) -> int:
-    """data.jsonl from a snapshot of MadeAgents/browser-agent (every task, or those `sample` keeps by task id);
-    returns the count. Runs with no executed step (the browser never started) are left out."""
+    """data.jsonl from a snapshot of MadeAgents/browser-agent (every task of the `results` folder, or those
+    `sample` keeps by task id, `<benchmark>/task_<n>`); returns the count. Runs with no executed step (the
+    browser never started) are left out."""
+    benchmark = Path(results).parent.name  # trajectories/<benchmark>/results
     git = ["git", f"--git-dir={git_dir}"]
     sha = subprocess.run(
         [*git, "rev-parse", commit], capture_output=True, text=True, check=True
     ).stdout.strip()
     names = subprocess.run(
-        [*git, "ls-tree", "-r", "--name-only", sha, f"{RESULTS}/"], capture_output=True, text=True, check=True
+        [*git, "ls-tree", "-r", "--name-only", sha, f"{results}/"], capture_output=True, text=True, check=True
     ).stdout.splitlines()
     tasks: dict[int, dict[int, str]] = {}
     for name in names:
-        m = _STEP_FILE.match(name.removeprefix(f"{RESULTS}/"))
+        m = _STEP_FILE.match(name.removeprefix(f"{results}/"))
         if m:
             tasks.setdefault(int(m[1]), {})[int(m[2])] = name
     with _Blobs(git, sha) as blobs:
         lines = []
         for number in sorted(tasks):
-            task_id = f"webarena/task_{number}"
+            task_id = f"{benchmark}/task_{number}"
             if sample is not None and not sample(task_id):
                 continue
-            summary = _dict(blobs.json(f"{RESULTS}/task_{number}/summary_info.json"))
+            summary = _dict(blobs.json(f"{results}/task_{number}/summary_info.json"))
             dumps = [_dict(blobs.json(tasks[number][i])) for i in sorted(tasks[number])]
             record = trajectory(task_id, dumps, summary)
             if record["steps"]:
                 record["source"] = {
                     "repo": REPO,
                     "commit": sha,
-                    "path": f"{RESULTS}/task_{number}",
+                    "path": f"{results}/task_{number}",
                     "license": LICENSE,
                 }
                 lines.append(record)

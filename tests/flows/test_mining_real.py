@@ -398,6 +398,10 @@ def _webarena_repo(tmp_path: Path) -> Path:
         for i, dump in enumerate(dumps):
             (folder / f"steps_info_{i}.json").write_text(json.dumps(dump))
         (folder / "summary_info.json").write_text(json.dumps(summary))
+    chores = work / "trajectories" / "webchorearena" / "results" / "task_10000"  # the same agent's other benchmark
+    chores.mkdir(parents=True)
+    (chores / "steps_info_0.json").write_text(json.dumps(_dump("<action>```click('15')```</action>", "u/d", tree)))
+    (chores / "summary_info.json").write_text(json.dumps({"n_steps": 1}))
     broken = work / "trajectories" / "webarena" / "results" / "task_5"  # untrusted: not JSON, wrong types
     broken.mkdir(parents=True)
     (broken / "steps_info_0.json").write_text("{not json")
@@ -412,13 +416,21 @@ def _webarena_repo(tmp_path: Path) -> Path:
 
 def test_webarena_step_dumps_become_steps_the_importer_reads_with_targets_words_and_errors(tmp_path):
     from flows.failure_mining.real_eval import load_set
-    from flows.failure_mining.webarena_colorbrowser_set import build_webarena_colorbrowser_set
+    from flows.failure_mining.webarena_colorbrowser_set import (
+        WEBCHOREARENA_RESULTS,
+        build_webarena_colorbrowser_set,
+    )
 
     repo = _webarena_repo(tmp_path)
     some = tmp_path / "some.jsonl"
     assert build_webarena_colorbrowser_set(repo, some, sample=lambda task_id: task_id.endswith("_3")) == 1
     out = tmp_path / "data.jsonl"
-    assert build_webarena_colorbrowser_set(repo, out) == 3
+    assert build_webarena_colorbrowser_set(repo, out) == 3  # WebArena's folder only
+    chores = tmp_path / "chores.jsonl"
+    assert build_webarena_colorbrowser_set(repo, chores, results=WEBCHOREARENA_RESULTS) == 1
+    (chore,) = map(json.loads, chores.read_text().splitlines())
+    assert chore["task_id"] == "webchorearena/task_10000" and chore["source"]["path"].endswith("webchorearena/results/task_10000")
+    assert [s["action"] for s in chore["steps"]] == ["click('15')"]
     records = {r["task_id"]: r for r in map(json.loads, out.read_text().splitlines())}
     assert [s["action"] for s in records["webarena/task_5"]["steps"]] == ["empty_action()"] * 2
     run = records["webarena/task_3"]
@@ -470,4 +482,37 @@ def test_on_the_blind_webarena_set_the_miner_beats_the_baselines():
     )
     loop = result["kinds"]["loop"]
     assert loop["f1"] > result["baselines"]["loop: same action 3x in a row"]["f1"]
+    assert result["kinds"]["side_effect"]["recall"] > 0.0  # a manifest's sensitive list finds none
+
+
+# ---- the fourth set: the same agent's WebChoreArena runs (tests/data/mining_eval/WEBCHOREARENA_COLORBROWSER.md) ----
+
+WEBCHOREARENA_RUNS, WEBCHOREARENA_STEPS, WEBCHOREARENA_LABELS = 527, 11429, (79, 140)  # every executed run (the recipe)
+
+
+def test_the_fourth_sets_labels_cover_every_run_once_with_steps_in_order():
+    labels = [json.loads(line) for line in KNOWN_SETS["webchorearena_colorbrowser"][2].read_text().splitlines()]
+    assert all(rec["task_id"].startswith("webchorearena/task_") for rec in labels)
+    assert len({rec["task_id"] for rec in labels}) == WEBCHOREARENA_RUNS
+    kinds = [rec["kind"] for rec in labels]
+    assert (kinds.count("loop"), kinds.count("side_effect")) == WEBCHOREARENA_LABELS
+    assert all(0 <= rec["step"] <= rec["last_step"] for rec in labels if rec["kind"])
+
+
+
+@pytest.mark.skipif(
+    known_set_data("webchorearena_colorbrowser") is None,
+    reason="the fourth set's data.jsonl is not here (see tests/data/mining_eval/WEBCHOREARENA_COLORBROWSER.md)",
+)
+def test_on_the_blind_webchorearena_set_the_miner_beats_the_baselines():
+    result = evaluate_set(
+        known_set_data("webchorearena_colorbrowser"), KNOWN_SETS["webchorearena_colorbrowser"][2], split=False
+    )
+    labels = result["labels"]
+    assert (result["trajectories"], result["steps"], labels["loop"], labels["side_effect"]) == (
+        WEBCHOREARENA_RUNS,
+        WEBCHOREARENA_STEPS,
+        *WEBCHOREARENA_LABELS,
+    )
+    assert result["kinds"]["loop"]["f1"] > result["baselines"]["loop: same action 3x in a row"]["f1"]
     assert result["kinds"]["side_effect"]["recall"] > 0.0  # a manifest's sensitive list finds none
