@@ -456,63 +456,33 @@ def test_webarena_step_dumps_become_steps_the_importer_reads_with_targets_words_
     assert sorted(unmapped) == ["unmapped_action: empty_action(...)"] * 3 + ["unmapped_action: hover(...)"]
 
 
-def test_the_third_sets_labels_cover_every_run_once_with_steps_in_order():
-    labels = [json.loads(line) for line in KNOWN_SETS["webarena_colorbrowser"][2].read_text().splitlines()]
-    assert all(rec["task_id"].startswith("webarena/task_") for rec in labels)
-    assert len({rec["task_id"] for rec in labels}) == 809  # the 812 tasks but 3 whose browser never started
+# ColorBrowserAgent's runs (MadeAgents/browser-agent): the third set (WebArena, WEBARENA_COLORBROWSER.md) and the
+# fourth (WebChoreArena, WEBCHOREARENA_COLORBROWSER.md): (set, task prefix, runs, steps, (loops, side effects))
+COLORBROWSER_SETS = [
+    ("webarena_colorbrowser", "webarena/task_", 809, 6999, (69, 376)),  # the 812 tasks but 3 whose browser never started
+    ("webchorearena_colorbrowser", "webchorearena/task_", 527, 11429, (79, 140)),  # every executed run
+]
+
+
+@pytest.mark.parametrize("name,prefix,runs,steps,counts", COLORBROWSER_SETS)
+def test_the_colorbrowser_sets_labels_cover_every_run_once_with_steps_in_order(name, prefix, runs, steps, counts):
+    labels = [json.loads(line) for line in KNOWN_SETS[name][2].read_text().splitlines()]
+    assert all(rec["task_id"].startswith(prefix) for rec in labels)
+    assert len({rec["task_id"] for rec in labels}) == runs
     kinds = [rec["kind"] for rec in labels]
-    assert (kinds.count("loop"), kinds.count("side_effect")) == (69, 376)
+    assert (kinds.count("loop"), kinds.count("side_effect")) == counts
     assert all(0 <= rec["step"] <= rec["last_step"] for rec in labels if rec["kind"])
 
 
-@pytest.mark.skipif(
-    known_set_data("webarena_colorbrowser") is None,
-    reason="the third set's data.jsonl is not here (see tests/data/mining_eval/WEBARENA_COLORBROWSER.md)",
-)
-def test_on_the_blind_webarena_set_the_miner_beats_the_baselines():
-    result = evaluate_set(
-        known_set_data("webarena_colorbrowser"), KNOWN_SETS["webarena_colorbrowser"][2], split=False
-    )
+@pytest.mark.parametrize("name,prefix,runs,steps,counts", [
+    pytest.param(*s, marks=pytest.mark.skipif(known_set_data(s[0]) is None, reason=f"{s[0]}'s data.jsonl is not here "
+                                              "(see its recipe in tests/data/mining_eval/)")) for s in COLORBROWSER_SETS])
+def test_on_the_colorbrowser_sets_the_miner_beats_the_baselines(name, prefix, runs, steps, counts):
+    """Each was measured once blind (DESIGN_NOTES: mining-5 on the third, mining-6 on the fourth); both are
+    in-sample now. Side effects meet the issue's bar on both; loops only beat the baseline."""
+    result = evaluate_set(known_set_data(name), KNOWN_SETS[name][2], split=False)
     labels = result["labels"]
-    assert (result["trajectories"], result["steps"], labels["loop"], labels["side_effect"]) == (
-        809,
-        6999,
-        69,
-        376,
-    )
-    loop = result["kinds"]["loop"]
-    assert loop["f1"] > result["baselines"]["loop: same action 3x in a row"]["f1"]
-    assert result["kinds"]["side_effect"]["recall"] > 0.0  # a manifest's sensitive list finds none
-
-
-# ---- the fourth set: the same agent's WebChoreArena runs (tests/data/mining_eval/WEBCHOREARENA_COLORBROWSER.md) ----
-
-WEBCHOREARENA_RUNS, WEBCHOREARENA_STEPS, WEBCHOREARENA_LABELS = 527, 11429, (79, 140)  # every executed run (the recipe)
-
-
-def test_the_fourth_sets_labels_cover_every_run_once_with_steps_in_order():
-    labels = [json.loads(line) for line in KNOWN_SETS["webchorearena_colorbrowser"][2].read_text().splitlines()]
-    assert all(rec["task_id"].startswith("webchorearena/task_") for rec in labels)
-    assert len({rec["task_id"] for rec in labels}) == WEBCHOREARENA_RUNS
-    kinds = [rec["kind"] for rec in labels]
-    assert (kinds.count("loop"), kinds.count("side_effect")) == WEBCHOREARENA_LABELS
-    assert all(0 <= rec["step"] <= rec["last_step"] for rec in labels if rec["kind"])
-
-
-
-@pytest.mark.skipif(
-    known_set_data("webchorearena_colorbrowser") is None,
-    reason="the fourth set's data.jsonl is not here (see tests/data/mining_eval/WEBCHOREARENA_COLORBROWSER.md)",
-)
-def test_on_the_blind_webchorearena_set_the_miner_beats_the_baselines():
-    result = evaluate_set(
-        known_set_data("webchorearena_colorbrowser"), KNOWN_SETS["webchorearena_colorbrowser"][2], split=False
-    )
-    labels = result["labels"]
-    assert (result["trajectories"], result["steps"], labels["loop"], labels["side_effect"]) == (
-        WEBCHOREARENA_RUNS,
-        WEBCHOREARENA_STEPS,
-        *WEBCHOREARENA_LABELS,
-    )
+    assert (result["trajectories"], result["steps"], labels["loop"], labels["side_effect"]) == (runs, steps, *counts)
     assert result["kinds"]["loop"]["f1"] > result["baselines"]["loop: same action 3x in a row"]["f1"]
-    assert result["kinds"]["side_effect"]["recall"] > 0.0  # a manifest's sensitive list finds none
+    side = result["kinds"]["side_effect"]
+    assert side["recall"] >= 0.8 and side["precision"] >= 0.6, side  # a manifest's sensitive list finds none
