@@ -63,7 +63,7 @@ def test_a_page_without_board_config_gets_a_note_not_tasks(kanban, request_):
 
     bare = SourceSnapshot("kanban", "x", {"example/index.html": "<html><body><div id='b'></div></body></html>"})
     out = BoardPageAgent().synthesize(SynthesisRequest(kanban, bare, None, 5, 0))
-    assert not out.candidates and "no inline board configuration" in out.notes[0]
+    assert not out.candidates and "did not find inline board configuration" in out.notes[0]
 
 
 def test_candidates_move_add_and_add_then_move_with_semantic_drags(request_):
