@@ -490,7 +490,7 @@ def test_on_the_colorbrowser_sets_the_miner_beats_the_baselines(name, prefix, ru
 
 # The fifth set (OSWORLD_VERIFIED.md): UI-TARS and Doubao on OSWorld's desktop, labelled blind; the labelled
 # batches are the runs of ranks 0..OSWORLD_RUNS-1 (sha256 of the task id), every other run of data.jsonl unscored.
-OSWORLD_RUNS, OSWORLD_STEPS, OSWORLD_COUNTS = 675, 22102, (360, 504)
+OSWORLD_RUNS, OSWORLD_STEPS, OSWORLD_COUNTS = 722, 23733, (388, 555)
 
 
 def _osworld_text(task: str, steps: list[tuple[str, str]]) -> str:
