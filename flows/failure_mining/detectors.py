@@ -129,15 +129,20 @@ REAIM = 60  # grid points: a click re-aimed at a control the model says did not 
 SCROLL_FACTOR = 0.0  # from actions alone a scroll repeat is reading, never a loop: only screens can tell
 # ... as is pressing a control that steps (a list's Next, a calendar's next month, a counter's +): how one
 # pages through results or moves a date on; only screens, errors or the model's words can tell it did nothing
+# An icon font's glyph (a private-use character, or its `\ue62a` escape as accessibility trees print it)
+# says nothing of its own: a name made only of glyphs is read like the pager's arrows around it (mining-7)
+_GLYPH = r"(?:\\\\u[0-9a-fA-F]{4}|\\u[0-9a-fA-F]{4}|[\x{E000}-\x{F8FF}])"
 _STEPPING = (
-    r"(?i)^\W*(?:next|previous|prev|(?:load |show |see |view )?more(?: results| items| posts| comments)?|"
-    r"next page|next month|previous month|older|newer|"
+    rf"(?i)^(?:{_GLYPH}|\W)*(?:next|previous|prev|(?:load |show |see |view )?more(?: results| items| posts| comments)?|"
+    r"next page|next month|previous month|older|newer|(?:page )?\d{1,4}|"
     r"forward|back|increase|decrease|\+|-|›|»|‹|«|>|<|weiter|zurück|suivant|précédent|siguiente|"
-    r"anterior)\W*$"
+    rf"anterior)(?:{_GLYPH}|\W)*$|^(?:{_GLYPH}\s*)+$"
 )
 NO_PROGRESS_STEPS = 3
 MAX_DETOURS = 1  # turns that recur nowhere near, allowed between two passes of a cycle (a varying tile)
 PERIODS = (2, 3, 4)
+MAX_PASS = 8  # turns in one pass of a repeated sequence (LABELLING.md: cycles of up to 4, long cycles of 5-8)
+PASS_LENGTHS = tuple(range(2, MAX_PASS + 1))
 _MAX_EVIDENCE_ACTION = 300
 _OUT_OF_RANGE = r'"(?:x|y|x2|y2)"\s*:\s*(?:-\d|\d{4,}|\d+\.\d*[1-9])'
 _FORMAT_OUT_OF_RANGE = r"(?:^|[\s;:])(?:x|y|x2|y2): Input should be (?:less|greater) than or equal to"
@@ -537,10 +542,149 @@ def _rank_of(level: str) -> pl.Expr:
     return pl.lit(_RANK[level], pl.Int8)
 
 
+def _acted() -> pl.Expr:
+    """The step issued an action (an empty turn, a format error, repeats nothing; an unmapped one by its name)."""
+    return (pl.col("act") != "[]") | pl.col("unmapped")
+
+
+def _repeated_passes(f: pl.LazyFrame) -> pl.LazyFrame:
+    """The same sequence of k turns (k = 2..MAX_PASS; k = 1 is exact_repeat's) issued MIN_REPEATS or more
+    times back to back - click "Add new file", click "Browse files", again and again; open the category,
+    Advanced Search, type the two prices, Search, again - found from the actions alone: turns are compared
+    by their actions (kind, target role, name and rank, argument), never by the page's URL, which changes
+    at every step of a pass. One row per maximal periodic stretch, smallest period first (a stretch of
+    period 2 is also one of period 4 and 6: those are left out), with what clears or confirms it:
+
+    - `stuck`: steps of the stretch taken on the page the same step of the previous pass was taken on, or
+      whose page is unknown; a pass that reached a new page (the next page of results, the next order)
+      made progress. MIN_INEFFECTIVE passes' worth of stuck steps are needed (the loop rule: 2+ attempts
+      that did not achieve it); with every page known and none repeated, the walk is progress;
+    - `failed` / `reported`: steps that failed, or that the next turn's words say did not work;
+    - `worked`: steps the next turn's words say worked (new content named, "Success");
+    - `stepping`: every turn of the pass is a stepping control (Next, Previous, Page 2, a pager's arrow
+      glyph): paging back and forth revisits pages, which the labelling rules leave to the model's words.
+    Turns that only scroll, or that the importer could not map, make no pass of their own (reading on)."""
+    t, h = pl.col("traj_no"), pl.col("act_h")
+    url_h = pl.when(pl.col("url").is_not_null()).then(pl.col("url").hash())
+    acted = _acted() & ~pl.col("action_name").is_in(SCROLLS).fill_null(False)
+    new_turn = ~nxt(pl.col("same_turn")).fill_null(False)
+    base = f.select(
+        "trajectory_id",
+        "traj_no",
+        "row",
+        "step_index",
+        "act",
+        "failed",
+        "url_changed",
+        _reported=_reported() & _unobserved(),
+        _worked=(nxt(pl.col("said_worked")) & new_turn).fill_null(False),
+        _real=_acted() & ~pl.col("unmapped"),
+        _stepping=pl.col("target_name").str.contains(_STEPPING).fill_null(False),
+        **{
+            f"_m{k}": (h == h.shift(k)) & (t == t.shift(k)) & acted & acted.shift(k).fill_null(False)
+            for k in (1, *PASS_LENGTHS)
+        },
+        **{f"_u{k}": url_h == url_h.shift(k) for k in PASS_LENGTHS},
+    )
+    parts = []
+    for k in PASS_LENGTHS:
+        m = pl.col(f"_m{k}").fill_null(False)
+        smaller = [d for d in (1, *PASS_LENGTHS) if d < k and k % d == 0]
+        found = runs(
+            base,
+            m,
+            smaller=pl.any_horizontal([pl.col(f"_m{d}").fill_null(False).all() for d in smaller]),
+            stepping=pl.col("_stepping").all(),
+            stuck=(pl.col(f"_u{k}") != False).fill_null(True).sum(),  # noqa: E712
+            known=pl.col(f"_u{k}").is_not_null().sum(),
+            moved=pl.col("url_changed").fill_null(False).sum(),
+            failed=pl.col("failed").sum(),
+            reported=pl.col("_reported").sum(),
+            worked=pl.col("_worked").sum(),
+            real=pl.col("_real").sum(),
+            action=pl.col("act").first(),
+        )
+        parts.append(
+            found.filter((pl.col("n") >= (MIN_REPEATS - 1) * k) & ~pl.col("smaller") & (pl.col("real") > 0))
+            .with_columns(period=pl.lit(k, pl.Int32))
+            .drop("_run", "smaller")
+        )
+    return pl.concat(parts)
+
+
+def _pass_findings(f: pl.LazyFrame) -> pl.LazyFrame:
+    """Repeated sequences of turns (`_repeated_passes`) that are loops, graded by what says so: errors (2+
+    steps failed), the URL (the passes go from page to page and 2+ of them revisit the pages of the pass
+    before; a URL that never moves proves nothing), the model's words (2+ steps reported failed), else the
+    actions alone, with a confidence that grows with the passes (3 passes 0.75,
+    4 0.9, 5+ 0.95). A stretch whose passes reached new pages, or that the model reports working more
+    often than failing, is progress (a walk through items, pagination)."""
+    passes = (pl.col("n") + pl.col("period")) / pl.col("period")
+    need = MIN_INEFFECTIVE * pl.col("period")  # two passes' worth of steps
+    bad = pl.max_horizontal("failed", "reported")
+    level = (
+        pl.when(pl.col("failed") >= MIN_INEFFECTIVE)
+        .then(pl.lit("errors"))
+        .when((pl.col("known") >= need) & (pl.col("stuck") >= need) & (pl.col("moved") >= MIN_INEFFECTIVE))
+        .then(pl.lit("url"))
+        .when(pl.col("reported") >= MIN_INEFFECTIVE)
+        .then(pl.lit("reasoning"))
+        .otherwise(pl.lit("actions"))
+    )
+    found = (
+        _repeated_passes(f)
+        .filter((pl.col("stuck") >= need) & (pl.col("worked") <= bad) & (~pl.col("stepping") | (bad >= MIN_INEFFECTIVE)))
+        .with_columns(
+            _level=level,
+            _confidence=pl.when(bad >= MIN_INEFFECTIVE).then(0.97).otherwise((passes * 0.15 + 0.3).clip(upper_bound=0.95)),
+        )
+        .filter(pl.col("_confidence") >= MIN_CONFIDENCE)
+    )
+    return _findings(
+        found,
+        "loop",
+        "short_cycle",
+        pl.col("first_step"),
+        pl.col("last_step"),
+        {
+            "period": pl.col("period"),
+            "passes": passes.round(1),
+            "stuck_steps": pl.col("stuck"),
+            "ineffective": bad,
+            "action": pl.col("action").str.slice(0, _MAX_EVIDENCE_ACTION),
+        },
+        level=pl.col("_level"),
+        confidence=pl.col("_confidence"),
+    )
+
+
+def _merged(found: pl.LazyFrame) -> pl.LazyFrame:
+    """Overlapping findings of one trajectory as one (the first's evidence, the strongest level and the
+    highest confidence): one cycle found by several rules is one finding."""
+    rank = pl.col("evidence_level").replace_strict(_RANK, default=0, return_dtype=pl.Int8)
+    reach = pl.col("last_step").cum_max().over("trajectory_id")
+    apart = pl.col("first_step") > reach.shift(1).over("trajectory_id")
+    return (
+        found.sort("trajectory_id", "first_step", "last_step")
+        .with_columns(_group=apart.fill_null(True).cum_sum(), _rank=rank)
+        .group_by("_group")
+        .agg(
+            pl.col("trajectory_id").first(),
+            pl.col("first_step").min(),
+            pl.col("last_step").max(),
+            pl.col("kind", "reason", "severity", "evidence").first(),
+            evidence_level=pl.col("evidence_level").sort_by("_rank").last(),
+            confidence=pl.col("confidence").max(),
+        )
+        .select(list(FINDING_SCHEMA))
+    )
+
+
 @check
 def detect_short_cycles(f: pl.LazyFrame) -> pl.LazyFrame:
     """A-B-A-B on the same screens: the agent goes round in a circle without getting anywhere; without
-    screens, a cycle whose passes the model reports failing (`_reported_passes`)."""
+    screens, a cycle whose passes the model reports failing (`_reported_passes`), or one sequence of turns
+    repeated pass after pass without reaching anything new (`_pass_findings`)."""
     cands = _cycles(f)
     passes = _reported_passes(f)
     parts = [
@@ -553,7 +697,8 @@ def detect_short_cycles(f: pl.LazyFrame) -> pl.LazyFrame:
             {"passes": pl.col("passes"), "ineffective": pl.col("ineffective"), "action": pl.col("action")},
             level=_level_name(pl.col("level")),
             confidence=0.9,
-        )
+        ),
+        _pass_findings(f),
     ]
     for p in PERIODS:
         found = runs(cands, pl.col("cyc") & (pl.col("period") == p), level=pl.col("ev_rank").max())
@@ -570,7 +715,7 @@ def detect_short_cycles(f: pl.LazyFrame) -> pl.LazyFrame:
                 confidence=0.9,
             )
         )
-    return pl.concat(parts)
+    return _merged(pl.concat(parts))
 
 
 @check
