@@ -494,8 +494,10 @@ def _reported_passes(f: pl.LazyFrame) -> pl.LazyFrame:
             "act",
             "unmapped",
             "action_name",
+            "failed",
             _bad=bad,
             _level=pl.when(pl.col("failed")).then(_rank_of("errors")).otherwise(_rank_of("reasoning")),
+            _page=pl.when(pl.col("url").is_not_null()).then(pl.col("url").hash()),
         )
         .join(enough, on="traj_no", how="semi", maintain_order="left")
         .with_columns(_recurs=recurs())
@@ -515,9 +517,16 @@ def _reported_passes(f: pl.LazyFrame) -> pl.LazyFrame:
             interleaved=(pl.col("_gap") > 1).any(),
             ineffective=pl.col("_bad").sum(),
             level=pl.col("_level").filter(pl.col("_bad")).max(),
+            # every issue on a page of its own: the turn walks through pages (More, the next result), it
+            # does not go round (LABELLING.md: the same text typed into different pages is no loop; mining-7)
+            walks=(pl.col("_page").n_unique() >= pl.len() - 1) & pl.col("_page").is_not_null().all(),
+            failures=pl.col("failed").sum(),
         )
         .filter(
-            (pl.col("n") >= MIN_REPEATS) & pl.col("interleaved") & (pl.col("ineffective") >= MIN_INEFFECTIVE)
+            (pl.col("n") >= MIN_REPEATS)
+            & pl.col("interleaved")
+            & (pl.col("ineffective") >= MIN_INEFFECTIVE)
+            & (~pl.col("walks") | (pl.col("failures") >= MIN_INEFFECTIVE))
         )
         .sort("traj_no", "second")
         .with_columns(_reach=pl.col("last_step").cum_max().over("traj_no"))
