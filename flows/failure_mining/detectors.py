@@ -572,28 +572,33 @@ def _repeated_passes(f: pl.LazyFrame) -> pl.LazyFrame:
     - `worked`: steps the next turn's words say worked (new content named, "Success");
     - `stepping`: every turn of the pass is a stepping control (Next, Previous, Page 2, a pager's arrow
       glyph): paging back and forth revisits pages, which the labelling rules leave to the model's words.
-    Turns that only scroll, or that the importer could not map, make no pass of their own (reading on)."""
-    t, h = pl.col("traj_no"), pl.col("act_h")
-    url_h = pl.when(pl.col("url").is_not_null()).then(pl.col("url").hash())
-    acted = _acted() & ~pl.col("action_name").is_in(SCROLLS).fill_null(False)
+    Turns that only scroll, that the importer could not map (a note taken, a tab switched, a wait) or that
+    are empty are no part of a pass: they are left out before the turns are compared, so a note taken
+    between two passes does not break them."""
+    t, h, u = pl.col("traj_no"), pl.col("act_h"), pl.col("_url")
     new_turn = ~nxt(pl.col("same_turn")).fill_null(False)
-    base = f.select(
-        "trajectory_id",
-        "traj_no",
-        "row",
-        "step_index",
-        "act",
-        "failed",
-        "url_changed",
-        _reported=_reported() & _unobserved(),
-        _worked=(nxt(pl.col("said_worked")) & new_turn).fill_null(False),
-        _real=_acted() & ~pl.col("unmapped"),
-        _stepping=pl.col("target_name").str.contains(_STEPPING).fill_null(False),
-        **{
-            f"_m{k}": (h == h.shift(k)) & (t == t.shift(k)) & acted & acted.shift(k).fill_null(False)
-            for k in (1, *PASS_LENGTHS)
-        },
-        **{f"_u{k}": url_h == url_h.shift(k) for k in PASS_LENGTHS},
+    kept = (pl.col("act") != "[]") & ~pl.col("unmapped") & ~pl.col("action_name").is_in(SCROLLS).fill_null(False)
+    base = (
+        f.select(  # what needs the neighbouring steps is read before the others are left out
+            "trajectory_id",
+            "traj_no",
+            "step_index",
+            "act",
+            "act_h",
+            "failed",
+            _url=pl.when(pl.col("url").is_not_null()).then(pl.col("url").hash()),
+            _kept=kept.fill_null(False),
+            _reported=_reported() & _unobserved(),
+            _worked=(nxt(pl.col("said_worked")) & new_turn).fill_null(False),
+            _stepping=pl.col("target_name").str.contains(_STEPPING).fill_null(False),
+        )
+        .filter("_kept")
+        .with_row_index("row")
+        .with_columns(
+            _moved=(u != u.shift(1)) & (t == t.shift(1)),
+            **{f"_m{k}": (h == h.shift(k)) & (t == t.shift(k)) for k in (1, *PASS_LENGTHS)},
+            **{f"_u{k}": u == u.shift(k) for k in PASS_LENGTHS},
+        )
     )
     parts = []
     for k in PASS_LENGTHS:
@@ -606,15 +611,14 @@ def _repeated_passes(f: pl.LazyFrame) -> pl.LazyFrame:
             stepping=pl.col("_stepping").all(),
             stuck=(pl.col(f"_u{k}") != False).fill_null(True).sum(),  # noqa: E712
             known=pl.col(f"_u{k}").is_not_null().sum(),
-            moved=pl.col("url_changed").fill_null(False).sum(),
+            moved=pl.col("_moved").fill_null(False).sum(),
             failed=pl.col("failed").sum(),
             reported=pl.col("_reported").sum(),
             worked=pl.col("_worked").sum(),
-            real=pl.col("_real").sum(),
             action=pl.col("act").first(),
         )
         parts.append(
-            found.filter((pl.col("n") >= (MIN_REPEATS - 1) * k) & ~pl.col("smaller") & (pl.col("real") > 0))
+            found.filter((pl.col("n") >= (MIN_REPEATS - 1) * k) & ~pl.col("smaller"))
             .with_columns(period=pl.lit(k, pl.Int32))
             .drop("_run", "smaller")
         )
