@@ -584,8 +584,11 @@ def _repeated_passes(f: pl.LazyFrame) -> pl.LazyFrame:
             "traj_no",
             "step_index",
             "act",
-            "act_h",
             "failed",
+            # a coordinate click's place, to the NEAR grid cell: the same control clicked a few points off
+            act_h=pl.when(pl.col("px").is_not_null() & ~pl.col("several"))
+            .then(pl.concat_str("action_name", pl.col("px") // NEAR, pl.col("py") // NEAR, separator=":").hash())
+            .otherwise("act_h"),
             _url=pl.when(pl.col("url").is_not_null()).then(pl.col("url").hash()),
             _kept=kept.fill_null(False),
             _reported=_reported() & _unobserved(),
@@ -646,7 +649,11 @@ def _pass_findings(f: pl.LazyFrame) -> pl.LazyFrame:
     )
     found = (
         _repeated_passes(f)
-        .filter((pl.col("stuck") >= need) & (pl.col("worked") <= bad) & (~pl.col("stepping") | (bad >= MIN_INEFFECTIVE)))
+        .filter(
+            (pl.col("stuck") >= need)
+            & ((pl.col("worked") <= bad) | (pl.col("worked") < MIN_INEFFECTIVE))
+            & (~pl.col("stepping") | (bad >= MIN_INEFFECTIVE))
+        )
         .with_columns(
             _level=level,
             _confidence=pl.when(bad >= MIN_INEFFECTIVE).then(0.97).otherwise((passes * 0.15 + 0.3).clip(upper_bound=0.95)),
