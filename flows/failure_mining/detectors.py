@@ -577,7 +577,9 @@ def _repeated_passes(f: pl.LazyFrame) -> pl.LazyFrame:
     between two passes does not break them."""
     t, h, u = pl.col("traj_no"), pl.col("act_h"), pl.col("_url")
     new_turn = ~nxt(pl.col("same_turn")).fill_null(False)
-    kept = (pl.col("act") != "[]") & ~pl.col("unmapped") & ~pl.col("action_name").is_in(SCROLLS).fill_null(False)
+    kept = (
+        (pl.col("act") != "[]") & ~pl.col("unmapped") & ~pl.col("action_name").is_in(SCROLLS).fill_null(False)
+    )
     base = (
         f.select(  # what needs the neighbouring steps is read before the others are left out
             "trajectory_id",
@@ -587,7 +589,9 @@ def _repeated_passes(f: pl.LazyFrame) -> pl.LazyFrame:
             "failed",
             # a coordinate click's place, to the NEAR grid cell: the same control clicked a few points off
             act_h=pl.when(pl.col("px").is_not_null() & ~pl.col("several"))
-            .then(pl.concat_str("action_name", pl.col("px") // NEAR, pl.col("py") // NEAR, separator=":").hash())
+            .then(
+                pl.concat_str("action_name", pl.col("px") // NEAR, pl.col("py") // NEAR, separator=":").hash()
+            )
             .otherwise("act_h"),
             _url=pl.when(pl.col("url").is_not_null()).then(pl.col("url").hash()),
             _kept=kept.fill_null(False),
@@ -656,7 +660,9 @@ def _pass_findings(f: pl.LazyFrame) -> pl.LazyFrame:
         )
         .with_columns(
             _level=level,
-            _confidence=pl.when(bad >= MIN_INEFFECTIVE).then(0.97).otherwise((passes * 0.15 + 0.3).clip(upper_bound=0.95)),
+            _confidence=pl.when(bad >= MIN_INEFFECTIVE)
+            .then(0.97)
+            .otherwise((passes * 0.15 + 0.3).clip(upper_bound=0.95)),
         )
         .filter(pl.col("_confidence") >= MIN_CONFIDENCE)
     )
