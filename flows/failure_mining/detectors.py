@@ -23,7 +23,16 @@ loop / short_cycle
     failing: a turn issued 3+ times, each within 4 steps of the last with other turns between (tick the
     box, press Verify, tick the box, ...), 2+ of its issues failed or reported failed by the next turn's
     words (`_reported_passes`). An action the importer could not map repeats by its name (a tab switch),
-    but only the model's words or errors decide whether repeating it was a loop.
+    but only the model's words or errors decide whether repeating it was a loop; a turn issued on a new
+    page each time walks through pages and is no loop unless 2+ issues failed (mining-7).
+    From actions alone (mining-7, `_repeated_passes`): the same sequence of 2-8 turns (compared by action,
+    target role, name and rank, argument; coordinate clicks by their NEAR cell; notes, tab switches and
+    empty turns left out) issued 3+ times back to back, 2+ passes' worth of it on the pages the pass before
+    was on (or on unknown pages). Evidence: errors (2+ steps failed), url (the passes go from page to page
+    and come back), reasoning (2+ reported failed), else actions with a confidence by passes (3: 0.75, 4:
+    0.9, 5+: 0.95). Cleared: passes that reach new pages, passes of stepping controls only (Page 2 / Page
+    1, a pager's arrow glyphs) unless 2+ steps failed, passes the model reports working in 2+ steps and
+    more often than failing. Overlapping short_cycle findings are merged into one.
 loop / no_progress
     3+ consecutive steps whose actions all left the screen unchanged (call_user and terminate break the
     streak: asking and stopping are not attempts to change the screen; so does a click that hit nothing,
