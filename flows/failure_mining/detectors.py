@@ -565,6 +565,30 @@ def _acted() -> pl.Expr:
     return (pl.col("act") != "[]") | pl.col("unmapped")
 
 
+# the columns `_repeated_passes` reads, taken before its (very selective) join
+_PASS_INPUTS = (
+    "trajectory_id",
+    "traj_no",
+    "step_index",
+    "act",
+    "act_h",
+    "failed",
+    "url",
+    "unmapped",
+    "action_name",
+    "px",
+    "py",
+    "several",
+    "target_name",
+    "said_failed",
+    "said_worked",
+    "same_turn",
+    "unknown",
+    "same_next",
+    "changed",
+)
+
+
 def _repeated_passes(f: pl.LazyFrame) -> pl.LazyFrame:
     """The same sequence of k turns (k = 2..MAX_PASS; k = 1 is exact_repeat's) issued MIN_REPEATS or more
     times back to back - click "Add new file", click "Browse files", again and again; open the category,
@@ -588,22 +612,34 @@ def _repeated_passes(f: pl.LazyFrame) -> pl.LazyFrame:
     new_turn = ~nxt(pl.col("same_turn")).fill_null(False)
     kept = (
         (pl.col("act") != "[]") & ~pl.col("unmapped") & ~pl.col("action_name").is_in(SCROLLS).fill_null(False)
+    ).fill_null(False)
+    # a coordinate click's place, to the NEAR grid cell: the same control clicked a few points off
+    cell = pl.struct("action_name", pl.col("px") // NEAR, pl.col("py") // NEAR).hash()
+    turn = pl.when(pl.col("px").is_not_null() & ~pl.col("several")).then(cell).otherwise("act_h")
+    # the (few) trajectories holding MIN_REPEATS - 1 passes' worth (4 steps at least) of turns each equal
+    # to the one k kept turns back, not all to the one just before: integer shifts over three columns (a
+    # coordinate click keyed by its cell alone, a superset), then everything else on their steps only
+    coarse = pl.when(pl.col("px").is_not_null()).then(
+        (pl.col("px") // NEAR * 1024 + pl.col("py") // NEAR).cast(pl.UInt64)
     )
+    keys = f.select("traj_no", act_h=coarse.otherwise("act_h"), _kept=kept).filter("_kept")
+    match = {k: ((h == h.shift(k)) & (t == t.shift(k))).fill_null(False) for k in (1, *PASS_LENGTHS)}
+    stretch = pl.any_horizontal(
+        match[k] & match[k].shift(1) & match[k].shift(2) & match[k].shift(3) for k in PASS_LENGTHS
+    )
+    candidates = keys.filter((stretch & ~match[1]).fill_null(False)).select("traj_no").unique()
     base = (
-        f.select(  # what needs the neighbouring steps is read before the others are left out
+        f.select(*_PASS_INPUTS)
+        .join(candidates, on="traj_no", how="semi", maintain_order="left")
+        .select(  # what needs the neighbouring steps is read before the others are left out
             "trajectory_id",
             "traj_no",
             "step_index",
             "act",
             "failed",
-            # a coordinate click's place, to the NEAR grid cell: the same control clicked a few points off
-            act_h=pl.when(pl.col("px").is_not_null() & ~pl.col("several"))
-            .then(
-                pl.concat_str("action_name", pl.col("px") // NEAR, pl.col("py") // NEAR, separator=":").hash()
-            )
-            .otherwise("act_h"),
+            act_h=turn,
             _url=pl.when(pl.col("url").is_not_null()).then(pl.col("url").hash()),
-            _kept=kept.fill_null(False),
+            _kept=kept,
             _reported=_reported() & _unobserved(),
             _worked=(nxt(pl.col("said_worked")) & new_turn).fill_null(False),
             _stepping=pl.col("target_name").str.contains(_STEPPING).fill_null(False),
