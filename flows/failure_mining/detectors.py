@@ -560,11 +560,6 @@ def _rank_of(level: str) -> pl.Expr:
     return pl.lit(_RANK[level], pl.Int8)
 
 
-def _acted() -> pl.Expr:
-    """The step issued an action (an empty turn, a format error, repeats nothing; an unmapped one by its name)."""
-    return (pl.col("act") != "[]") | pl.col("unmapped")
-
-
 # the columns `_repeated_passes` reads, taken before its (very selective) join
 _PASS_INPUTS = (
     "trajectory_id",
