@@ -676,9 +676,10 @@ def _pass_findings(f: pl.LazyFrame) -> pl.LazyFrame:
     """Repeated sequences of turns (`_repeated_passes`) that are loops, graded by what says so: errors (2+
     steps failed), the URL (the passes go from page to page and 2+ of them revisit the pages of the pass
     before; a URL that never moves proves nothing), the model's words (2+ steps reported failed), else the
-    actions alone, with a confidence that grows with the passes (3 passes 0.75,
-    4 0.9, 5+ 0.95). A stretch whose passes reached new pages, or that the model reports working more
-    often than failing, is progress (a walk through items, pagination)."""
+    actions alone, with a confidence that grows with the passes (3 passes 0.75, 4 0.9, 5+ 0.95). Progress
+    clears it: passes that reached new pages (a walk through items), passes of stepping controls only
+    (paging back and forth) unless 2+ steps failed, steps the model reports working (2+, and more than
+    failing)."""
     passes = (pl.col("n") + pl.col("period")) / pl.col("period")
     need = MIN_INEFFECTIVE * pl.col("period")  # two passes' worth of steps
     bad = pl.max_horizontal("failed", "reported")
