@@ -569,6 +569,8 @@ _PASS_INPUTS = (
     "act_h",
     "failed",
     "url",
+    "tree",
+    "shot",
     "unmapped",
     "action_name",
     "px",
@@ -592,8 +594,9 @@ def _repeated_passes(f: pl.LazyFrame) -> pl.LazyFrame:
     at every step of a pass. One row per maximal periodic stretch, smallest period first (a stretch of
     period 2 is also one of period 4 and 6: those are left out), with what clears or confirms it:
 
-    - `stuck`: steps of the stretch taken on the page the same step of the previous pass was taken on, or
-      whose page is unknown; a pass that reached a new page (the next page of results, the next order)
+    - `stuck`: steps of the stretch taken where the same step of the previous pass was taken - on its
+      screen (UI tree, else screenshot) when the source has screens, else on its page (URL) - or where that
+      is unknown; a pass that reached a new page or screen (the next page of results, the next order)
       made progress. MIN_INEFFECTIVE passes' worth of stuck steps are needed (the loop rule: 2+ attempts
       that did not achieve it); with every page known and none repeated, the walk is progress;
     - `failed` / `reported`: steps that failed, or that the next turn's words say did not work;
@@ -633,7 +636,14 @@ def _repeated_passes(f: pl.LazyFrame) -> pl.LazyFrame:
             "act",
             "failed",
             act_h=turn,
-            _url=pl.when(pl.col("url").is_not_null()).then(pl.col("url").hash()),
+            # where the step was taken: its screen when the source has one (a UI tree, else a screenshot),
+            # else its page's URL; `_seen` says by which (0 url, 1 screenshot, 2 UI tree)
+            _url=pl.coalesce("tree", "shot", pl.when(pl.col("url").is_not_null()).then(pl.col("url").hash())),
+            _seen=pl.when(pl.col("tree").is_not_null())
+            .then(2)
+            .when(pl.col("shot").is_not_null())
+            .then(1)
+            .otherwise(0),
             _kept=kept,
             _reported=_reported() & _unobserved(),
             _worked=(nxt(pl.col("said_worked")) & new_turn).fill_null(False),
@@ -659,6 +669,7 @@ def _repeated_passes(f: pl.LazyFrame) -> pl.LazyFrame:
             stuck=(pl.col(f"_u{k}") != False).fill_null(True).sum(),  # noqa: E712
             known=pl.col(f"_u{k}").is_not_null().sum(),
             moved=pl.col("_moved").fill_null(False).sum(),
+            seen=pl.col("_seen").min(),
             failed=pl.col("failed").sum(),
             reported=pl.col("_reported").sum(),
             worked=pl.col("_worked").sum(),
@@ -674,8 +685,9 @@ def _repeated_passes(f: pl.LazyFrame) -> pl.LazyFrame:
 
 def _pass_findings(f: pl.LazyFrame) -> pl.LazyFrame:
     """Repeated sequences of turns (`_repeated_passes`) that are loops, graded by what says so: errors (2+
-    steps failed), the URL (the passes go from page to page and 2+ of them revisit the pages of the pass
-    before; a URL that never moves proves nothing), the model's words (2+ steps reported failed), else the
+    steps failed), the screens (2+ passes' worth on the screens of the pass before), the URL (the passes go
+    from page to page and 2+ of them revisit the pages of the pass before; a URL that never moves proves
+    nothing), the model's words (2+ steps reported failed), else the
     actions alone, with a confidence that grows with the passes (3 passes 0.75, 4 0.9, 5+ 0.95). Progress
     clears it: passes that reached new pages (a walk through items), passes of stepping controls only
     (paging back and forth) unless 2+ steps failed, steps the model reports working (2+, and more than
@@ -683,10 +695,15 @@ def _pass_findings(f: pl.LazyFrame) -> pl.LazyFrame:
     passes = (pl.col("n") + pl.col("period")) / pl.col("period")
     need = MIN_INEFFECTIVE * pl.col("period")  # two passes' worth of steps
     bad = pl.max_horizontal("failed", "reported")
+    revisits = (pl.col("known") >= need) & (pl.col("stuck") >= need)
     level = (
         pl.when(pl.col("failed") >= MIN_INEFFECTIVE)
         .then(pl.lit("errors"))
-        .when((pl.col("known") >= need) & (pl.col("stuck") >= need) & (pl.col("moved") >= MIN_INEFFECTIVE))
+        .when(revisits & (pl.col("seen") == 2))
+        .then(pl.lit("ui_tree"))
+        .when(revisits & (pl.col("seen") == 1))
+        .then(pl.lit("screenshot"))
+        .when(revisits & (pl.col("moved") >= MIN_INEFFECTIVE))
         .then(pl.lit("url"))
         .when(pl.col("reported") >= MIN_INEFFECTIVE)
         .then(pl.lit("reasoning"))

@@ -612,3 +612,17 @@ def test_a_reported_cycle_whose_turn_lands_on_a_new_page_each_time_walks_through
                 else r for r in walking]
     found = d.detect_short_cycles(frame(("walking", [*walking, _on(DONE, None)]), ("rejected", [*rejected, _on(DONE, None)])))
     assert found["trajectory_id"].to_list() == ["rejected"]
+
+
+def test_screens_confirm_or_clear_a_repeated_pass_before_the_url():
+    """With screens, a pass whose screens come back is a loop on the UI tree; one whose screens are new each
+    pass made progress, though the URL stayed."""
+    def passes(screens: list[str]) -> list[dict]:
+        rows = [step(a, sc, **{"shot": False}) for sc, a in zip(screens, [ADD, BROWSE] * 3)]
+        return [*rows, step(DONE, "end", shot=False)]
+
+    found = d.detect_short_cycles(frame(
+        ("same", passes(["tree", "commit"] * 3)), ("new", passes([f"s{i}" for i in range(6)]))
+    ))
+    assert reasons(found) == [("same", "loop", "short_cycle", 2, 5)]
+    assert found["evidence_level"][0] == "ui_tree"
