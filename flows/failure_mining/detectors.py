@@ -504,12 +504,12 @@ def _reported_passes(f: pl.LazyFrame) -> pl.LazyFrame:
             "unmapped",
             "action_name",
             "failed",
+            "url",
             _bad=bad,
             _level=pl.when(pl.col("failed")).then(_rank_of("errors")).otherwise(_rank_of("reasoning")),
-            _page=pl.when(pl.col("url").is_not_null()).then(pl.col("url").hash()),
         )
         .join(enough, on="traj_no", how="semi", maintain_order="left")
-        .with_columns(_recurs=recurs())
+        .with_columns(_recurs=recurs(), _page=pl.when(pl.col("url").is_not_null()).then(pl.col("url").hash()))
         .with_columns(_detours=(~pl.col("_recurs")).cum_sum())
         .filter("_recurs")
         .sort("traj_no", "act_h", "row")
