@@ -20,7 +20,7 @@ Conventions the detectors rely on:
   action names as its target (the target's name, label or text; for a coordinate click, the control the
   model's own output said it was clicking, e.g. `Let me click "Add to cart"`), for side-effect recognition;
 - `sens` is the step's sensitive kind (see side_effects: the manifest's, else recognised from the target's
-  name and role, else from the URL it led to; null when the action failed), `sens_from` what said so and
+  name and role, else from the command the turn runs, else from the URL it led to; null when the action failed), `sens_from` what said so and
   `sens_generic` that it rests on a name such as "Submit" alone (the detectors ask the instruction);
 - `same_turn`: the step belongs to the previous step's turn, a turn that plans a repeat (see
   `_with_model_words`);
@@ -43,7 +43,7 @@ from collections.abc import Callable
 
 import polars as pl
 
-from flows.failure_mining.side_effects import control_kind, effect_kind, generic_name
+from flows.failure_mining.side_effects import command_kind, control_kind, effect_kind, generic_name
 
 CLICKS = ("left_click", "double_click", "right_click", "middle_click", "triple_click", "tap")
 SCROLLS = ("scroll", "hscroll")
@@ -215,6 +215,7 @@ def _per_action(acts: pl.LazyFrame) -> pl.LazyFrame:
             has_terminate=contains_action("terminate"),
             _target_kind=control_kind(pl.col("target_name"), pl.col("act").str.extract(_TARGET_ROLE, 1)),
             _target_generic=generic_name(pl.col("target_name")),
+            _command_kind=command_kind(pl.col("act")),
         )
         .drop("act")
     )
@@ -388,7 +389,9 @@ def _with_sensitive(features: pl.DataFrame) -> pl.DataFrame:
         _done=~pl.col("failed") | timed_out,
     )
     named = pl.col("_named")
-    sens = pl.when(pl.col("_done")).then(pl.coalesce(pl.col("sensitive"), named, pl.col("_observed")))
+    # a command or the save chord names its effect itself: no form to open, no generic word to ask about
+    command = pl.col("_command_kind")
+    sens = pl.when(pl.col("_done")).then(pl.coalesce(pl.col("sensitive"), named, command, pl.col("_observed")))
     return (
         features.with_columns(sens=sens)
         .with_columns(
@@ -396,13 +399,13 @@ def _with_sensitive(features: pl.DataFrame) -> pl.DataFrame:
             .then(pl.lit(None, dtype=pl.String))
             .when(pl.col("sensitive").is_not_null())
             .then(pl.lit("manifest"))
-            .when(named.is_not_null())
+            .when(named.is_not_null() | command.is_not_null())
             .then(pl.lit("actions"))
             .otherwise(pl.lit("url")),
             # the kind rests on a name that says only that a form is sent (side_effects.GENERIC_WORDS)
             sens_generic=pl.col("sensitive").is_null() & named.is_not_null() & pl.col("_generic"),
         )
-        .drop("_named_kind", "_named_generic", "_named", "_generic", "_observed", "_done")
+        .drop("_named_kind", "_named_generic", "_named", "_generic", "_observed", "_done", "_command_kind")
     )
 
 

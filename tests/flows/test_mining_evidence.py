@@ -514,6 +514,39 @@ def test_a_field_a_choice_a_column_header_or_an_ellipsis_commits_nothing():
     assert _side_effects(steps) == {("commit", 0): "change"}
 
 
+def test_commands_that_write_move_delete_install_or_send_and_the_save_chord_are_side_effects():
+    """A CLI action, a terminal command typed and entered, or the save chord has no control to name it: the
+    command says what it does. Reading commands, a command that failed, and text that is not entered are not
+    side effects; a command followed by typing opened no form (the form rule is about controls)."""
+    shell = lambda command: {"action": "shell", "command": command}  # noqa: E731
+    typed = {"action": "type", "text": "notes for later"}
+    steps = frame(
+        ("rm", _one(shell("rm -f build/old.log"))),
+        ("install", _one(shell("sudo apt-get install -y vlc"))),
+        ("redirect", _one(shell("sort names.txt > sorted.txt"))),
+        ("program", _one(shell("python3 -c \"import pandas as pd; pd.read_csv('a.csv').to_excel('a.xlsx')\""))),
+        ("post", _one(shell("curl -X POST https://h/api/items -d '{\"name\": 1}'"))),
+        ("entered", _one({"action": "type", "text": "mv report.txt archive/\n"})),
+        ("save chord", _one({"action": "key", "keys": ["ctrl", "s"]})),
+        ("then typed", [step(shell("mkdir -p out"), "s0", **BLIND), step(typed, "s1", **BLIND), step(DONE, "s2", **BLIND)]),
+        ("reads", _one(shell("grep -rn TODO src 2>/dev/null | sort | head"))),
+        ("failed", _one(shell("rm secrets.txt"), ok=False, error="rm: cannot remove 'secrets.txt': Permission denied")),
+        ("not entered", _one({"action": "type", "text": "rm -rf ~"})),
+        ("save as", _one({"action": "key", "keys": ["ctrl", "shift", "s"]})),
+        ("comparison", _one(shell("python3 -c \"n = 3; print(n > 0.5)\""))),
+    )
+    assert _side_effects(steps) == {
+        ("rm", 0): "delete",
+        ("install", 0): "change",
+        ("redirect", 0): "change",
+        ("program", 0): "change",
+        ("post", 0): "send",
+        ("entered", 0): "change",
+        ("save chord", 0): "change",
+        ("then typed", 0): "change",
+    }
+
+
 # ---- mining-7: sequences of turns repeated pass after pass ----------------------------------------------
 
 ADD, BROWSE = click("Add new file", "link"), click("Browse files", "link")
