@@ -43,7 +43,7 @@ from collections.abc import Callable
 
 import polars as pl
 
-from flows.failure_mining.side_effects import command_kind, control_kind, effect_kind, generic_name
+from flows.failure_mining.side_effects import _pattern, command_kind, control_kind, effect_kind, generic_name
 
 CLICKS = ("left_click", "double_click", "right_click", "middle_click", "triple_click", "tap")
 SCROLLS = ("scroll", "hscroll")
@@ -107,6 +107,64 @@ _SAID_NO_EFFECT = (
     r"more precise(?:ly)?|more precision|keeps? (?:intercepting|hitting|expanding)|persists?|persistent|"
     r"accidentally|got selected instead)"
 )
+# ... and the same reports in the other languages side_effects reads (Chinese simplified and traditional,
+# Japanese, Korean, German, French, Spanish, Portuguese, Italian, Russian): a failure or no response, no
+# change, "still not", "try again", "did not open", "by accident" - each the language's own words for what
+# the English list says, as plain phrases (side_effects._pattern: CJK as substrings, others whole words).
+_FAILED_ELSEWHERE = (
+    # Chinese: failed / not successful / no response / no change / not taken effect / still not / try again
+    "失败", "失敗", "未成功", "没有成功", "没成功", "不成功", "沒有成功", "沒成功", "未能成功",
+    "没有反应", "没反应", "无反应", "沒有反應", "沒反應", "無反應", "没有响应", "无响应", "沒有回應", "無回應",
+    "没有变化", "没变化", "无变化", "沒有變化", "沒變化", "無變化", "没有改变", "沒有改變",
+    "没有生效", "未生效", "没生效", "沒有生效", "沒生效",
+    "仍未", "仍然没", "仍然未", "仍然不", "仍没", "依然没", "依然未", "依然不", "依旧没", "依旧未", "依舊沒",
+    "还是没", "还是未", "還是沒", "仍然沒", "依然沒",
+    "没有打开", "未打开", "没有展开", "未展开", "没有弹出", "未弹出", "没有出现", "未出现", "没有选中", "未选中",
+    "沒有打開", "未打開", "沒有展開", "未展開", "沒有彈出", "未彈出", "沒有出現", "未出現", "沒有選中", "未選中",
+    "再次尝试", "重新尝试", "重试", "再試一次", "重試", "不小心", "误点", "誤點",
+    # Japanese
+    "失敗", "反応がない", "反応しない", "反応しません", "反応がありません", "変化がない", "変化がありません",
+    "変わらない", "変わらなかった", "変わっていない", "開かない", "開かなかった", "開いていない",
+    "うまくいかない", "うまくいかなかった", "機能しない", "動作しない", "効果がない", "成功しなかった",
+    "もう一度試", "再試行", "誤って",
+    # Korean
+    "실패", "반응이 없", "반응하지 않", "변화가 없", "변화 없", "바뀌지 않", "변하지 않", "열리지 않",
+    "작동하지 않", "동작하지 않", "효과가 없", "성공하지 못", "다시 시도", "실수로",
+    # German
+    "fehlgeschlagen", "funktioniert nicht", "funktionierte nicht", "hat nicht funktioniert", "nicht erfolgreich",
+    "erfolglos", "keine änderung", "keine wirkung", "keine reaktion", "nichts passiert", "nichts geändert",
+    "nichts hat sich geändert", "immer noch nicht", "noch immer nicht", "weiterhin nicht", "reagiert nicht",
+    "reagierte nicht", "öffnet sich nicht", "hat sich nicht geöffnet", "erneut versuchen", "noch einmal versuchen",
+    "versehentlich",
+    # French
+    "échoué", "échec", "ne fonctionne pas", "n'a pas fonctionné", "ne marche pas", "n'a pas marché",
+    "n'a pas réussi", "sans succès", "aucun changement", "aucun effet", "aucune réaction", "rien ne s'est passé",
+    "rien n'a changé", "rien ne se passe", "toujours pas", "ne répond pas", "ne s'est pas ouvert",
+    "ne s'ouvre pas", "réessayer", "essayer à nouveau", "essayer de nouveau", "par erreur", "accidentellement",
+    # Spanish
+    "falló", "ha fallado", "fallido", "no funcionó", "no ha funcionado", "no funciona", "sin éxito", "sin efecto",
+    "ningún cambio", "ningún efecto", "nada cambió", "no pasó nada", "no ocurrió nada", "no sucedió nada",
+    "todavía no", "sigue sin", "aún no", "no se abrió", "no responde", "no respondió", "no tuvo éxito",
+    "intentar de nuevo", "intentarlo de nuevo", "intentar otra vez", "volver a intentar", "por error",
+    "accidentalmente",
+    # Portuguese
+    "falhou", "não funcionou", "não funciona", "sem sucesso", "sem êxito", "sem efeito", "nenhuma mudança",
+    "nenhuma alteração", "nenhum efeito", "nada mudou", "nada aconteceu", "ainda não", "continua sem",
+    "não abriu", "não responde", "não respondeu", "tentar novamente", "tentar de novo", "por engano",
+    "acidentalmente",
+    # Italian
+    "fallito", "non è riuscito", "non funziona", "non ha funzionato", "senza successo", "nessun cambiamento",
+    "nessun effetto", "nessuna reazione", "nessuna modifica", "non è cambiato nulla", "non è successo nulla",
+    "non è successo niente", "ancora non", "non si è aperto", "non si apre", "non risponde", "riprovare",
+    "provare di nuovo", "per sbaglio", "accidentalmente",
+    # Russian
+    "не удалось", "не сработал", "не сработало", "не сработала", "не работает", "не получилось", "неудачно",
+    "ничего не произошло", "ничего не изменилось", "ничего не случилось", "нет изменений", "нет реакции",
+    "не открылся", "не открылось", "не открылась", "не реагирует", "не отреагировал", "не изменился",
+    "не изменилось", "всё ещё не", "все еще не", "по-прежнему не", "попробовать снова", "попробовать ещё раз",
+    "попробую снова", "попробую ещё раз", "повторить попытку", "случайно",
+)
+_SAID_NO_EFFECT += "|" + _pattern(_FAILED_ELSEWHERE).removeprefix("(?i)")
 # The model reporting that its previous action did what it wanted (English only): "Now I have 2 protons",
 # "it shows 2+", "has been added", a verdict that opens its words ("Success - ..."). Read only where the
 # step's words do not also say it failed.
@@ -117,17 +175,89 @@ _SAID_WORKED = (
     r"moved|entered)|(?:has|have) been (?:added|selected|applied|set|updated|increased|entered|submitted|saved)|"
     r"is now (?:selected|set|checked|open|showing|applied|displayed|active)|(?:successfully|worked)\b)"
 )
+# ... and in the other languages: "successfully", "has been saved / applied / selected", "is now open", "it
+# worked", "perfect" (the English list's words; a report of what was done, not a plan).
+_WORKED_ELSEWHERE = (
+    "已成功", "已经成功", "已經成功", "成功打开", "成功打開", "成功保存", "成功应用", "成功應用", "成功设置",
+    "成功設置", "成功选中", "成功選中", "成功切换", "成功切換", "成功添加", "成功删除", "成功刪除",
+    "已经打开", "已經打開", "已打开", "已打開", "已经展开", "已展开", "已經展開", "已经选中", "已選中", "已经選中",
+    "已选中", "已经生效", "已生效", "已經生效", "已经保存", "已保存", "已經保存", "已经应用", "已应用", "已經應用",
+    "成功しました", "うまくいきました", "正常に", "開きました", "表示されました", "選択されました",
+    "適用されました", "保存されました", "追加されました",
+    "성공했", "성공적으로", "열렸", "표시되었", "선택되었", "적용되었", "저장되었", "추가되었",
+    "erfolgreich", "hat funktioniert", "funktioniert jetzt", "wurde hinzugefügt", "wurde ausgewählt",
+    "wurde gespeichert", "wurde übernommen", "wurde angewendet", "wurde aktualisiert", "ist jetzt ausgewählt",
+    "ist jetzt geöffnet", "ist jetzt aktiv",
+    "avec succès", "a fonctionné", "fonctionne maintenant", "a été ajouté", "a été sélectionné",
+    "a été enregistré", "a été appliqué", "a été mis à jour", "est maintenant sélectionné", "est maintenant ouvert",
+    "con éxito", "exitosamente", "funcionó", "se ha añadido", "se ha agregado", "se ha seleccionado",
+    "se ha guardado", "se ha aplicado", "se ha actualizado", "ahora está seleccionado", "ahora está abierto",
+    "com sucesso", "com êxito", "funcionou", "foi adicionado", "foi selecionado", "foi salvo", "foi aplicado",
+    "foi atualizado", "agora está selecionado", "agora está aberto",
+    "con successo", "ha funzionato", "è stato aggiunto", "è stato selezionato", "è stato salvato",
+    "è stato applicato", "è stato aggiornato", "ora è selezionato", "ora è aperto",
+    "успешно", "получилось", "сработало", "был добавлен", "было добавлено", "был выбран", "было сохранено",
+    "был сохранён", "был сохранен", "было применено", "было обновлено", "теперь открыт", "теперь выбран",
+)
+_SAID_WORKED += "|" + _pattern(_WORKED_ELSEWHERE).removeprefix("(?i)")
 # New content named after a stepping control - a carousel's or a calendar's "next" - is progress, not a
 # repeat that failed ("Now I can see August 12-21", "COVEN AHRI appeared", "I see Thank You and ...");
 # not `I can see "Female infertility" is a link. Let me click directly on it` (a retry: ABP's misses).
 _SAID_NEW = (
     r"(?i)\bappeared\b|\bI (?:can )?see (?:more|new|another)\b|\b(?:now )?I (?:can )?see (?-i:[A-Z0-9])"
 )
+# ... and in the other languages: something new appeared or more / new items are seen (not a bare "appeared":
+# "an error appeared" is no progress).
+_NEW_ELSEWHERE = (
+    "出现了新", "出现新的", "出現了新", "出現新的", "显示了新", "顯示了新", "看到了新", "看到新的", "看到更多",
+    "出现了更多", "出現了更多", "加载了更多", "加載了更多",
+    "新しい項目", "新しい内容", "が現れました", "さらに表示",
+    "새로운 항목", "나타났", "더 많은 항목",
+    "ist erschienen", "sind erschienen", "erschien", "sehe jetzt mehr", "sehe neue", "sehe weitere",
+    "est apparu", "est apparue", "sont apparus", "sont apparues", "je vois de nouveaux", "je vois de nouvelles",
+    "apareció", "aparecieron", "han aparecido", "veo más", "veo nuevos", "veo nuevas",
+    "apareceu", "apareceram", "vejo mais", "vejo novos", "vejo novas",
+    "è apparso", "è apparsa", "sono apparsi", "sono apparse", "vedo altri", "vedo nuovi", "vedo nuove",
+    "появился", "появилась", "появилось", "появились", "вижу новые", "вижу ещё", "вижу еще",
+)
+_SAID_NEW += "|" + _pattern(_NEW_ELSEWHERE).removeprefix("(?i)")
 # The model planning a repeat within one turn: "Let me click the plus button 4 times".
 _SAID_TIMES = r"(?i)\b(?:\d+|two|three|four|five|six|seven|eight|nine|ten|several|a few) (?:more )?times\b"
 # In a model's own words, the control it is about to click: `click on the "Save" button`, `tap 'Send'`.
 _SAID_TARGET = (
     r"""(?i)(?:click|tap|press|select|hit)(?:ing|s)?\s+(?:on\s+)?(?:the\s+)?["'“‘]([^"'”’\n]{1,60})["'”’]"""
+)
+# ... and in the other languages, the quoted or bracketed name next to the language's click verb. Chinese
+# puts the verb first, a few words of place between (`点击右上角绿色的“Save”按钮`, `按「確定」`), and writes an
+# English control's name unquoted too (`点击Save按钮`, `点击OK，`); Japanese and Korean put the name first
+# (`「保存」ボタンをクリック`, `"저장" 버튼을 클릭`); German, French, Spanish, Portuguese, Italian and Russian put the
+# verb first (`klicken Sie auf „Speichern“`, `cliquer sur « OK »`, `hacer clic en "Guardar"`, `нажать кнопку
+# «Сохранить»`), German also last (`auf „Speichern“ klicken`). One pattern per word order, each with one group.
+_CJK_QUOTED = r"""["“「『【‘']\s?([^"”」』】’'\n]{1,60}?)\s?["”」』】’']"""
+_QUOTED = r"""["“„«‹]\s?([^"“”„«»‹›\n]{1,60}?)\s?["”“»›]"""
+_ZH_CLICK = r"(?:点击|點擊|单击|單擊|双击|雙擊|点选|點選|按下|选择|選擇|勾选|勾選|选中|選中)"
+_ZH_BETWEEN = r"""[^。！？，,、；;:：\n"“”「」『』【】‘’']{0,20}?"""
+_LATIN_NAME = r"([A-Za-z][A-Za-z0-9&+'-]*(?: [A-Za-z0-9][A-Za-z0-9&+'-]*){0,3})"
+_CONTROL_NOUN = r"(?:按钮|按鈕|选项|選項|图标|圖標|链接|連結|键|鍵)"
+_JA_KO_CLICK = (
+    r"\s?(?:ボタン|リンク|メニュー|タブ|アイコン|オプション|버튼|링크|메뉴|탭|아이콘|옵션)?\s?(?:を|に|을|를|에)?\s?"
+    r"(?:クリック|押|タップ|選択|클릭|누르|눌러|선택)"
+)
+_LATIN_CLICK = (
+    r"(?i)\b(?:klick\w*|anklick\w*|drück\w*|auswähl\w*|wähl\w*|cliqu\w*|appuy\w*|sélectionn\w*|clic|clica\w*|clicar|clique\w*|clicc\w*|"
+    r"pulsa\w*|presion\w*|oprim\w*|seleccion\w*|selecion\w*|pression\w*|prem(?:i|ere|endo|iamo|ete)|"
+    r"selezion\w*|нажм\w*|нажа\w*|нажим\w*|кликн\w*|щёлкн\w*|щелкн\w*|выбер\w*|выбра\w*)\b"
+)
+# a sentence's start, then as little as needed to reach its first named control
+_SENTENCE_START = r"(?:^|[。！？!?\n]|\.\s)[^。！？!?\n]*?"
+_SAID_TARGET_ELSEWHERE = (
+    _ZH_CLICK + _ZH_BETWEEN + _CJK_QUOTED,
+    r"按\s?" + _CJK_QUOTED,  # 按 alone is also "according to" (按照) and part of "button" (按钮): quoted only
+    r"(?:点击|點擊|单击|單擊|双击|雙擊|点选|點選)[^。！？，,、；;:：\n\"“”「」『』【】‘’'A-Za-z]{0,12}?"
+    + _LATIN_NAME + r"\s?(?:" + _CONTROL_NOUN + r"|[，。,；;]|$)",
+    _CJK_QUOTED + _JA_KO_CLICK,
+    _LATIN_CLICK + r"""[^.!?;:\n"“”„«»‹›]{0,40}?""" + _QUOTED,
+    _QUOTED + r"""[^.!?;\n"“”„«»‹›]{0,25}?\b(?i:klicken|anklicken|drücken|auswählen|wählen)\b""",
 )
 
 
@@ -317,8 +447,13 @@ def _with_model_words(features: pl.DataFrame) -> pl.DataFrame:
     texts = picked.select("h", "raw_output").unique("h")
     picked = picked.drop("raw_output")
     raw = pl.col("raw_output")
+    # English: the last control named (the thought ends with the click it makes); the other languages: the
+    # first control named in the last sentence that names one ("下一步点击“None”，之后点击“OK”确认": the
+    # click made is the first, what comes "after" is the next step's)
+    elsewhere = raw.str.extract_all(_SENTENCE_START + "(?:" + "|".join(_SAID_TARGET_ELSEWHERE) + ")").list.last()
     named = pl.coalesce(
         raw.str.extract_all(_SAID_TARGET).list.last().str.extract(_SAID_TARGET, 1),
+        *(elsewhere.str.extract(p, 1) for p in _SAID_TARGET_ELSEWHERE),
         raw.str.extract(_SAID_PURPOSE, 1),
     )
     said = texts.select(

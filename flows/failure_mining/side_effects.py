@@ -81,6 +81,7 @@ CONTROL_WORDS: dict[str, tuple[str, ...]] = {
         "elimina",
         "удалить",
         "删除",
+        "刪除",
         "削除",
         "삭제",
     ),

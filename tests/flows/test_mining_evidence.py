@@ -659,3 +659,71 @@ def test_screens_confirm_or_clear_a_repeated_pass_before_the_url():
     ))
     assert reasons(found) == [("same", "loop", "short_cycle", 2, 5)]
     assert found["evidence_level"][0] == "ui_tree"
+
+
+# mining-7 (helper 15e): the model's words in the other languages side_effects reads
+_FAILED_SAID = {
+    "zh": "点击后仍然没有反应，筛选未生效。",
+    "zh-Hant": "點擊後沒有反應，篩選未生效。",
+    "ja": "クリックしましたが反応がありません。",
+    "ko": "클릭했지만 반응이 없습니다.",
+    "de": "Der Filter funktioniert nicht, es ist nichts passiert.",
+    "fr": "Le filtre n'a pas fonctionné, aucun changement.",
+    "es": "El filtro no funcionó, ningún cambio.",
+    "pt": "O filtro não funcionou, nada mudou.",
+    "it": "Il filtro non ha funzionato, nessun cambiamento.",
+    "ru": "Фильтр не сработал, ничего не изменилось.",
+}
+_WORKED_SAID = {
+    "zh": "筛选已经成功应用，现在显示29条结果。",
+    "ja": "フィルターが適用されました。",
+    "ko": "필터가 성공적으로 적용되었습니다.",
+    "de": "Der Filter wurde erfolgreich angewendet.",
+    "fr": "Le filtre a été appliqué avec succès.",
+    "es": "El filtro se ha aplicado con éxito.",
+    "pt": "O filtro foi aplicado com sucesso.",
+    "it": "Il filtro è stato applicato con successo.",
+    "ru": "Фильтр успешно применён.",
+}
+
+
+def test_the_model_saying_in_its_own_language_that_a_click_did_not_work_makes_the_repeat_a_reported_loop():
+    """A click tried three times, the next words saying twice it did nothing: a loop resting on the model's
+    words (`reasoning`), in each language; the same clicks reported working are cleared as in English."""
+    def tries(words: str) -> list[dict]:
+        return [_said(click_at(300, 700), "Filter.")] + [_said(click_at(300, 700), words)] * 2 + [_said(DONE, "Done.")]
+
+    failed = d.detect_exact_repeats(frame(*((lang, tries(w)) for lang, w in _FAILED_SAID.items())))
+    assert dict(failed.select("trajectory_id", "evidence_level").iter_rows()) == dict.fromkeys(_FAILED_SAID, "reasoning")
+    worked = d.detect_exact_repeats(frame(*((lang, tries(w)) for lang, w in _WORKED_SAID.items())))
+    assert "reasoning" not in worked["evidence_level"].to_list()
+
+
+def test_a_coordinate_click_is_named_by_the_models_words_in_its_own_language():
+    """The quoted or bracketed name next to the language's click verb (Chinese and the European languages
+    put the verb first, Japanese and Korean the name first, German also last; Chinese writes an English
+    control's name unquoted too); a thought that names the next step's control after the one clicked
+    ("之后点击…") names the first."""
+    said = {
+        "zh": "确认删除。点击对话框右下角的“删除”按钮。",
+        "zh-latin": "对话框已打开，点击Delete按钮。",
+        "zh-Hant": "點擊「刪除」按鈕。",
+        "ja": "「削除」ボタンをクリックします。",
+        "ko": '"삭제" 버튼을 클릭합니다.',
+        "de": "Ich klicke auf die Schaltfläche „Löschen“.",
+        "de-last": "Jetzt auf „Löschen“ klicken.",
+        "fr": "Je vais cliquer sur le bouton « Supprimer ».",
+        "es": 'Voy a hacer clic en el botón "Eliminar".',
+        "pt": 'Vou clicar no botão "Excluir".',
+        "it": 'Ora cliccare su "Elimina".',
+        "ru": "Нужно нажать кнопку «Удалить».",
+        "then": "下一步点击“Details”展开，之后点击“删除”。",
+    }
+    steps = frame(
+        *(
+            (lang, [dict(step(click_at(700, 800), "s0", **BLIND), raw_output=f"{w}\nclick"), step(DONE, "s1", **BLIND)])
+            for lang, w in said.items()
+        )
+    )
+    found = _side_effects(steps)
+    assert found == {(lang, 0): "delete" for lang in said if lang != "then"}
