@@ -18,14 +18,18 @@ Conventions the detectors rely on:
   `changed` counts a URL change as a change when the screens cannot be compared;
 - `px` / `py` are the first action's point on the 0..999 grid (null without one) and `target_name` what the
   action names as its target (the target's name, label or text; for a coordinate click, the control the
-  model's own output said it was clicking, e.g. `Let me click "Add to cart"`), for side-effect recognition;
+  model's own output said it was clicking, e.g. `Let me click "Add to cart"`, `点击“删除”按钮`, `klicken Sie
+  auf „Löschen“`: the quoted name next to the language's click verb), for side-effect recognition;
 - `sens` is the step's sensitive kind (see side_effects: the manifest's, else recognised from the target's
   name and role, else from the command the turn runs, else from the URL it led to; null when the action failed), `sens_from` what said so and
   `sens_generic` that it rests on a name such as "Submit" alone (the detectors ask the instruction);
 - `same_turn`: the step belongs to the previous step's turn, a turn that plans a repeat (see
   `_with_model_words`);
 - `said_failed`: the step's own raw output says the previous action did not work ("still showing", "didn't
-  open", "try again"; English only): the model's report of an effect it saw, evidence level `reasoning`;
+  open", "try again"; in English and in the nine other languages side_effects reads - Chinese simplified and
+  traditional, Japanese, Korean, German, French, Spanish, Portuguese, Italian, Russian: "仍然没有反应",
+  "funktioniert nicht", "не сработало"; CJK phrases as substrings, the others as whole words): the model's
+  report of an effect it saw, evidence level `reasoning`;
   `said_worked`: it says the previous action did what it meant ("Now I have 2 protons", "has been added")
   and not that it failed, or it names new content ("COVEN AHRI appeared", "Now I can see August 12-21"),
   which also overrides a failure phrase in the same words (a stepping control "is still visible");
@@ -122,6 +126,10 @@ _FAILED_ELSEWHERE = (
     "没有打开", "未打开", "没有展开", "未展开", "没有弹出", "未弹出", "没有出现", "未出现", "没有选中", "未选中",
     "沒有打開", "未打開", "沒有展開", "未展開", "沒有彈出", "未彈出", "沒有出現", "未出現", "沒有選中", "未選中",
     "再次尝试", "重新尝试", "重试", "再試一次", "重試", "不小心", "误点", "誤點",
+    "没效果", "没有效果", "无效果", "沒效果", "沒有效果", "無效果", "没起作用", "没有起作用", "未起作用", "不起作用",
+    "沒起作用", "沒有起作用", "未响应", "没响应", "未響應", "沒響應", "仍显示", "仍然显示", "依然显示", "还是显示",
+    "仍顯示", "仍然顯示", "仍在加载", "还在加载", "仍在載入", "仍然存在", "依然存在", "仍存在",
+    "还是有问题", "仍有问题", "依然有问题", "還是有問題",
     # Japanese
     "失敗", "反応がない", "反応しない", "反応しません", "反応がありません", "変化がない", "変化がありません",
     "変わらない", "変わらなかった", "変わっていない", "開かない", "開かなかった", "開いていない",

@@ -30,8 +30,12 @@ consents to `book`; "add the blue mug to my cart" to `cart`); a sensitive step w
 
 Languages. The verb lists hold English plus the common verbs of German, French, Spanish, Portuguese,
 Italian, Russian, Chinese, Japanese and Korean for each kind. Latin and Cyrillic words match as whole
-words, case-insensitively; CJK words match as substrings (no spaces between words). A control labelled
-in another language, or with an icon only and no accessible name, is not recognised from its name: only
+words, case-insensitively; CJK words match as substrings (no spaces between words). For a coordinate click
+the name is the one the model's words give in any of these languages (features._SAID_TARGET_ELSEWHERE: the
+quoted or bracketed name next to the language's click verb, `点击“保存”按钮`, `「削除」をクリック`, `cliquer sur
+« Supprimer »`), and the model's reports of failure or success are read in the same languages
+(features._FAILED_ELSEWHERE, _WORKED_ELSEWHERE). A control labelled in another language, or with an icon only
+and no accessible name, is not recognised from its name: only
 its observed effect (the URL it led to) or a manifest can flag it. That limit is counted nowhere; read the
 side-effect recall per evidence level in `flywheel eval mining` to see what it costs on your data.
 """
