@@ -268,7 +268,8 @@ _SENTENCE_END = r"[。！？!?\n]|\.\s"
 _SAID_TARGET_ELSEWHERE = (
     _ZH_CLICK + _ZH_BETWEEN + _CJK_QUOTED,
     r"按\s?" + _CJK_QUOTED,  # 按 alone is also "according to" (按照) and part of "button" (按钮): quoted only
-    r"(?:点击|點擊|单击|單擊|双击|雙擊|点选|點選)[^。！？，,、；;:：\n\"“”「」『』【】‘’'A-Za-z]{0,12}?"
+    # (no "after" or another verb between: "点击选中该图标后按Delete键" clicks the icon)
+    r"(?:点击|點擊|单击|單擊|双击|雙擊|点选|點選)[^。！？，,、；;:：\n\"“”「」『』【】‘’'A-Za-z后後按]{0,12}?"
     + _LATIN_NAME + r"\s?(?:" + _CONTROL_NOUN + r"|[，。,；;]|$)",
     _CJK_QUOTED + _JA_KO_CLICK,
     _LATIN_CLICK + r"""[^.!?;:\n"“”„«»‹›]{0,40}?""" + _QUOTED,
