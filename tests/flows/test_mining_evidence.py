@@ -703,7 +703,7 @@ def test_a_coordinate_click_is_named_by_the_models_words_in_its_own_language():
     """The quoted or bracketed name next to the language's click verb (Chinese and the European languages
     put the verb first, Japanese and Korean the name first, German also last; Chinese writes an English
     control's name unquoted too); a thought that names the next step's control after the one clicked
-    ("之后点击…") names the first."""
+    ("之后点击…", "…后按Delete键") names the first."""
     said = {
         "zh": "确认删除。点击对话框右下角的“删除”按钮。",
         "zh-latin": "对话框已打开，点击Delete按钮。",
@@ -718,6 +718,7 @@ def test_a_coordinate_click_is_named_by_the_models_words_in_its_own_language():
         "it": 'Ora cliccare su "Elimina".',
         "ru": "Нужно нажать кнопку «Удалить».",
         "then": "下一步点击“Details”展开，之后点击“删除”。",
+        "after": "点击选中该图标后按Delete键。",  # the click selects the icon; the key comes after
     }
     steps = frame(
         *(
@@ -726,4 +727,4 @@ def test_a_coordinate_click_is_named_by_the_models_words_in_its_own_language():
         )
     )
     found = _side_effects(steps)
-    assert found == {(lang, 0): "delete" for lang in said if lang != "then"}
+    assert found == {(lang, 0): "delete" for lang in said if lang not in ("then", "after")}
