@@ -195,7 +195,8 @@ def _per_action(acts: pl.LazyFrame) -> pl.LazyFrame:
         acts.with_columns(
             px=pl.col("act").str.extract(r'"x"\s*:\s*(\d+)', 1).cast(pl.Int32, strict=False),
             py=pl.col("act").str.extract(r'"y"\s*:\s*(\d+)', 1).cast(pl.Int32, strict=False),
-            action_name=pl.col("act").str.extract(_FIRST_ACTION, 1),
+            # categorical: detectors test it against lists of names on every step (17x cheaper than strings)
+            action_name=pl.col("act").str.extract(_FIRST_ACTION, 1).cast(pl.Categorical),
             targetless=~pl.col("act").str.contains('"target"', literal=True),
             target_name=pl.col("act").str.extract(_TARGET_NAME, 1),
             several=pl.col("act").str.contains("}, {", literal=True) | pl.col("act").str.contains("},{", literal=True),
@@ -343,10 +344,15 @@ def _with_model_words(features: pl.DataFrame) -> pl.DataFrame:
     failed = failed & ~new  # "The right arrow is still visible" after new items appeared: progress
     words = spread("words", pl.UInt64, None)
     same_words = (features["same_prev"] & (words == words.shift(1))).fill_null(False)
-    return features.with_columns(
+    out = features.with_columns(
         same_turn=same_words & spread("planned").fill_null(False),
         said_failed=failed,
         said_worked=(worked & ~failed) | new,
+    )
+    if said["named"].null_count() == said.height:  # the words name no control: the targets' kinds stand
+        # (a target's kind and genericness are null / false where it has no name, as for no words)
+        return out.rename({"_target_kind": "_named_kind", "_target_generic": "_named_generic"})
+    return out.with_columns(
         _named_kind=pl.when(pl.col("target_name").is_not_null())
         .then(pl.col("_target_kind"))
         # the model's plan names what it saves or creates in the same words ("save the location", "create
