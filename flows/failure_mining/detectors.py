@@ -629,7 +629,9 @@ def detect_repeated_typing(f: pl.LazyFrame) -> pl.LazyFrame:
     found = (
         f.with_columns(_bad=pl.col("failed") | _unchanged() | (_reported() & _unobserved()))
         .filter((pl.col("action_name") == "type") & ~pl.col("targetless"))  # "the same place" must be known
-        .group_by(key=pl.col("act_h") ^ pl.col("traj_no").hash())  # (trajectory, turn) as one integer
+        .with_columns(key=pl.col("act_h") ^ pl.col("traj_no").hash())  # (trajectory, turn) as one integer
+        .filter(pl.len().over("key") >= 3)  # (structural) typings issued fewer times never get a list built
+        .group_by("key")
         .agg(
             pl.col("trajectory_id").first(),
             n=pl.len(),

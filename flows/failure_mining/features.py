@@ -183,7 +183,7 @@ def in_trajectory_order(frame: pl.DataFrame) -> pl.DataFrame:
     tid = frame["trajectory_id"].hash()
     boundaries = (tid != tid.shift(1)).fill_null(True)
     steps_rise = ((frame["step_index"] > frame["step_index"].shift(1)) | boundaries).all()
-    if steps_rise and int(boundaries.sum()) == tid.n_unique():
+    if steps_rise and int(boundaries.sum()) == tid.filter(boundaries).n_unique():  # every id opens a run
         return frame
     return frame.sort("trajectory_id", "step_index")
 
@@ -375,10 +375,12 @@ def _per_value(values: pl.Series, kind: Callable[[pl.Expr], pl.Expr]) -> pl.Seri
 
 
 def _with_sensitive(features: pl.DataFrame) -> pl.DataFrame:
-    """`sens` and `sens_from` (see the module docstring; `sens_from` is null where `sens` is)."""
-    observed = nxt(pl.lit(_per_value(features["url"], effect_kind)))
+    """`sens` and `sens_from` (see the module docstring; `sens_from` is null where `sens` is). Which source
+    names the step's kind is decided on every step with booleans; the kinds themselves (strings) are put
+    together on the few steps that have one."""
+    kinds = _per_value(features["url"], effect_kind)
+    observed = nxt(pl.lit(kinds))
     generic = pl.col("_named_generic") & observed.is_null()  # a URL that shows the effect says more
-    named = pl.when(~pl.col("_named_generic") | generic).then(pl.col("_named_kind"))
     # the page stayed and the next step typed into it: the control opened a form (Invite members, Create
     # commit...) or the site rejected the submit; either way nothing was committed (needs URLs to tell)
     filling = pl.col("action_name").is_in(_FILLING)
@@ -387,29 +389,35 @@ def _with_sensitive(features: pl.DataFrame) -> pl.DataFrame:
     # 500ms exceeded" on most submits that reload the page): it does not clear a side effect
     error = pl.col("error")  # literal searches: a regular expression here cost 0.07 CPU-s per 500k steps
     timed_out = (error.str.contains("imeout", literal=True) | error.str.contains("imed out", literal=True)).fill_null(False)
-    features = features.with_columns(  # each once: the expressions below read them several times
-        _named=pl.when(~opened_form).then(named),
-        _generic=generic,
-        _observed=observed,
-        _done=~pl.col("failed") | timed_out,
+    flags = features.select(
+        manifest=pl.col("sensitive").is_not_null(),
+        named=~opened_form & (~pl.col("_named_generic") | generic) & pl.col("_named_kind").is_not_null(),
+        observed=observed.is_not_null(),
+        generic=generic,
+        done=~pl.col("failed") | timed_out,
     )
-    named = pl.col("_named")
-    sens = pl.when(pl.col("_done")).then(pl.coalesce(pl.col("sensitive"), named, pl.col("_observed")))
-    return (
-        features.with_columns(sens=sens)
-        .with_columns(
-            sens_from=pl.when(pl.col("sens").is_null())
-            .then(pl.lit(None, dtype=pl.String))
-            .when(pl.col("sensitive").is_not_null())
-            .then(pl.lit("manifest"))
-            .when(named.is_not_null())
-            .then(pl.lit("actions"))
-            .otherwise(pl.lit("url")),
-            # the kind rests on a name that says only that a form is sent (side_effects.GENERIC_WORDS)
-            sens_generic=pl.col("sensitive").is_null() & named.is_not_null() & pl.col("_generic"),
-        )
-        .drop("_named_kind", "_named_generic", "_named", "_generic", "_observed", "_done")
+    rows = flags.select(pl.col("done") & (pl.col("manifest") | pl.col("named") | pl.col("observed"))).to_series().arg_true()
+    here = pl.DataFrame(
+        {
+            "sensitive": features["sensitive"].gather(rows),
+            "kind": features["_named_kind"].gather(rows),
+            "next_kind": kinds.shift(-1).gather(rows),
+            **{c: flags[c].gather(rows) for c in ("manifest", "named", "observed")},
+        }
+    ).select(
+        sens=pl.coalesce("sensitive", pl.when("named").then("kind"), pl.when("observed").then("next_kind")),
+        sens_from=pl.when("manifest").then(pl.lit("manifest")).when("named").then(pl.lit("actions")).otherwise(pl.lit("url")),
     )
+    def spread(values: pl.Series) -> pl.Series:  # scatter works in place: a new series each
+        nulls = pl.repeat(None, features.height, dtype=pl.String, eager=True)
+        return nulls.scatter(rows, values) if rows.len() else nulls
+
+    return features.with_columns(
+        sens=spread(here["sens"]),
+        sens_from=spread(here["sens_from"]),
+        # the kind rests on a name that says only that a form is sent (side_effects.GENERIC_WORDS)
+        sens_generic=~flags["manifest"] & flags["named"] & flags["generic"],
+    ).drop("_named_kind", "_named_generic")
 
 
 def _first_origin(features: pl.DataFrame) -> pl.Series:
@@ -417,8 +425,7 @@ def _first_origin(features: pl.DataFrame) -> pl.Series:
     the trajectory starts only, then carried forward."""
     starts = features["same_prev"].not_().arg_true()
     origins = features["url"].gather(starts).str.extract(ORIGIN, 1).fill_null("")
-    at_starts = pl.repeat(None, features.height, dtype=pl.String, eager=True).scatter(starts, origins)
-    return at_starts.forward_fill()
+    return origins.gather(features["traj_no"] - 1)  # traj_no numbers the starts from 1, in row order
 
 
 def attach_trajectories(features: pl.DataFrame, trajectories: pl.DataFrame) -> pl.DataFrame:

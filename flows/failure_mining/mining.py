@@ -547,7 +547,9 @@ def mine(
     batches = step_batches(lake, pending, batch_steps, (files, located))
     # MINERS batches are read and mined at once while the one before them is written (polars and delta-rs
     # leave the GIL): most of a batch's work runs on one core, so two of them keep both cores of a small
-    # machine busy; batches are summed and written in order, and at most MINERS + 1 are held.
+    # machine busy; batches are summed and written in order. One more batch waits in the miners' queue, so
+    # a miner done before the batch ahead of it starts the next one at once (batches differ in size: whole
+    # files); held at once: MINERS batches being mined, up to MINERS mined ones waiting their turn, one written.
     writing: list = []
 
     def landed(out: dict[str, Any]) -> None:  # batches come here in order
@@ -565,7 +567,7 @@ def mine(
         in_flight: deque = deque()
         for batch in batches:
             in_flight.append(miners.submit(_read_and_mine, lake, batch, run_id, weights))
-            if len(in_flight) == MINERS:
+            if len(in_flight) > MINERS:
                 landed(in_flight.popleft().result())
         while in_flight:
             landed(in_flight.popleft().result())
