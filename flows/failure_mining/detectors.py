@@ -913,7 +913,7 @@ def detect_unconfirmed_sensitive(f: pl.LazyFrame) -> pl.LazyFrame:
     found = f.filter(
         _sens().is_not_null()
         & ~(asked_before | still_same_screen.fill_null(False))
-        & ~consented(_sens(), pl.col("instruction"))
+        & ~consented(_sens(), pl.when(_sens().is_not_null()).then(pl.col("instruction")))  # searched on those only
     )
     return _steps(
         found,

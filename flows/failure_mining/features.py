@@ -287,8 +287,9 @@ def recurs() -> pl.Expr:
     empty turns never do (scrolling on is reading, see detectors.SCROLL_FACTOR: "the results still show all
     breeds" while scrolling is about the page)."""
     h, t = pl.col("act_h"), pl.col("traj_no")
-    lags = [p for k in range(1, REVISIT_WINDOW + 1) for p in (k, -k)]
-    again = pl.any_horizontal([(h == h.shift(p)) & (t == t.shift(p)) for p in lags]).fill_null(False)
+    # the turn k steps back is this one; k steps ahead is the same comparison made k rows later
+    back = {k: (h == h.shift(k)) & (t == t.shift(k)) for k in range(1, REVISIT_WINDOW + 1)}
+    again = pl.any_horizontal([e for k, b in back.items() for e in (b, b.shift(-k))]).fill_null(False)
     acted = (pl.col("act") != "[]") | pl.col("unmapped")
     return again & acted & ~pl.col("action_name").is_in(SCROLLS).fill_null(False)
 
@@ -412,9 +413,9 @@ def _with_sensitive(features: pl.DataFrame) -> pl.DataFrame:
         nulls = pl.repeat(None, features.height, dtype=pl.String, eager=True)
         return nulls.scatter(rows, values) if rows.len() else nulls
 
-    return features.with_columns(
-        sens=spread(here["sens"]),
-        sens_from=spread(here["sens_from"]),
+    return features.with_columns(  # categorical: detectors compare kinds with names on every step
+        sens=spread(here["sens"]).cast(pl.Categorical),
+        sens_from=spread(here["sens_from"]).cast(pl.Categorical),
         # the kind rests on a name that says only that a form is sent (side_effects.GENERIC_WORDS)
         sens_generic=~flags["manifest"] & flags["named"] & flags["generic"],
     ).drop("_named_kind", "_named_generic")
@@ -444,7 +445,7 @@ def attach_trajectories(features: pl.DataFrame, trajectories: pl.DataFrame) -> p
     )
     info = pl.concat(
         [pl.DataFrame({"_keep": [False]}), info.select("_keep", *OPTIONAL_COLUMNS)], how="diagonal_relaxed"
-    )  # traj_no counts from 1: row 0 is padding
+    ).rechunk()  # traj_no counts from 1: row 0 is padding (one chunk: a gather over two costs 2.5x)
     at = features["traj_no"]
     out = features.with_columns(**{c: info[c].cast(t).gather(at) for c, t in OPTIONAL_COLUMNS.items()})
     keep = info["_keep"].fill_null(False)

@@ -278,8 +278,10 @@ def _files_read_together(file_lists: list[list[int]]) -> list[list[int]]:
 
 
 def read_steps(lake: Lake, files: list[str]) -> pl.DataFrame:
-    """The miner's columns of these step files (a file missing a column gets nulls), wherever the lake is."""
-    return _read(lake, files, STEP_COLUMNS)
+    """The miner's columns of these step files (a file missing a column gets nulls), wherever the lake is,
+    each in one chunk: a batch of two files reads as two, and mining its 2M steps cost 15% more CPU so
+    (the gathers and filters of features and detectors work chunk by chunk)."""
+    return _read(lake, files, STEP_COLUMNS).rechunk()
 
 
 _STEP_SCHEMA = pl.from_arrow(schema_for("steps").empty_table()).schema
