@@ -247,7 +247,7 @@ def runs(frame: pl.LazyFrame, flag: pl.Expr, **aggs: pl.Expr) -> pl.LazyFrame:
     adjacent = ((t == t.shift(1)) & (row == row.shift(1) + 1)).fill_null(False)
     return (
         frame.filter(flag.fill_null(False))
-        .with_columns(_run=(~adjacent).cum_sum())
+        .with_columns(_run=(~adjacent).cum_sum().set_sorted())  # (structural) sorted keys group 2x faster
         .group_by("_run")
         .agg(pl.col("trajectory_id").first(), first_step=step.min(), last_step=step.max(), n=pl.len(), **aggs)
     )
@@ -332,7 +332,7 @@ def _repeat_runs(f: pl.LazyFrame) -> pl.LazyFrame:
     # the strongest evidence wins: a repeat that failed (errors) and that the next turn reports failed too
     level = pl.max_horizontal("ev_rank", pl.when(reported & unobserved).then(_rank_of("reasoning")))
     return (  # row-level values first, on the (few) member rows; the aggregations are then plain ones
-        f.with_columns(_run=(~again).cum_sum())
+        f.with_columns(_run=(~again).cum_sum().set_sorted())  # (structural) sorted keys group 2x faster
         .filter(member)
         .with_columns(
             _repeat_step=pl.when(again).then("step_index"),
