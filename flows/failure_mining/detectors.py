@@ -23,7 +23,16 @@ loop / short_cycle
     failing: a turn issued 3+ times, each within 4 steps of the last with other turns between (tick the
     box, press Verify, tick the box, ...), 2+ of its issues failed or reported failed by the next turn's
     words (`_reported_passes`). An action the importer could not map repeats by its name (a tab switch),
-    but only the model's words or errors decide whether repeating it was a loop.
+    but only the model's words or errors decide whether repeating it was a loop; a turn issued on a new
+    page each time walks through pages and is no loop unless 2+ issues failed (mining-7).
+    From actions alone (mining-7, `_repeated_passes`): the same sequence of 2-8 turns (compared by action,
+    target role, name and rank, argument; coordinate clicks by their NEAR cell; notes, tab switches and
+    empty turns left out) issued 3+ times back to back, 2+ passes' worth of it on the pages the pass before
+    was on (or on unknown pages). Evidence: errors (2+ steps failed), url (the passes go from page to page
+    and come back), reasoning (2+ reported failed), else actions with a confidence by passes (3: 0.75, 4:
+    0.9, 5+: 0.95). Cleared: passes that reach new pages, passes of stepping controls only (Page 2 / Page
+    1, a pager's arrow glyphs) unless 2+ steps failed, passes the model reports working in 2+ steps and
+    more often than failing. Overlapping short_cycle findings are merged into one.
 loop / no_progress
     3+ consecutive steps whose actions all left the screen unchanged (call_user and terminate break the
     streak: asking and stopping are not attempts to change the screen; so does a click that hit nothing,
@@ -129,15 +138,20 @@ REAIM = 60  # grid points: a click re-aimed at a control the model says did not 
 SCROLL_FACTOR = 0.0  # from actions alone a scroll repeat is reading, never a loop: only screens can tell
 # ... as is pressing a control that steps (a list's Next, a calendar's next month, a counter's +): how one
 # pages through results or moves a date on; only screens, errors or the model's words can tell it did nothing
+# An icon font's glyph (a private-use character, or its `\ue62a` escape as accessibility trees print it)
+# says nothing of its own: a name made only of glyphs is read like the pager's arrows around it (mining-7)
+_GLYPH = r"(?:\\\\u[0-9a-fA-F]{4}|\\u[0-9a-fA-F]{4}|[\x{E000}-\x{F8FF}])"
 _STEPPING = (
-    r"(?i)^\W*(?:next|previous|prev|(?:load |show |see |view )?more(?: results| items| posts| comments)?|"
-    r"next page|next month|previous month|older|newer|"
+    rf"(?i)^(?:{_GLYPH}|\W)*(?:next|previous|prev|(?:load |show |see |view )?more(?: results| items| posts| comments)?|"
+    r"next page|next month|previous month|older|newer|(?:page )?\d{1,4}|"
     r"forward|back|increase|decrease|\+|-|›|»|‹|«|>|<|weiter|zurück|suivant|précédent|siguiente|"
-    r"anterior)\W*$"
+    rf"anterior)(?:{_GLYPH}|\W)*$|^(?:{_GLYPH}\s*)+$"
 )
 NO_PROGRESS_STEPS = 3
 MAX_DETOURS = 1  # turns that recur nowhere near, allowed between two passes of a cycle (a varying tile)
 PERIODS = (2, 3, 4)
+MAX_PASS = 8  # turns in one pass of a repeated sequence (LABELLING.md: cycles of up to 4, long cycles of 5-8)
+PASS_LENGTHS = tuple(range(2, MAX_PASS + 1))
 _MAX_EVIDENCE_ACTION = 300
 _OUT_OF_RANGE = r'"(?:x|y|x2|y2)"\s*:\s*(?:-\d|\d{4,}|\d+\.\d*[1-9])'
 _FORMAT_OUT_OF_RANGE = r"(?:^|[\s;:])(?:x|y|x2|y2): Input should be (?:less|greater) than or equal to"
@@ -489,11 +503,13 @@ def _reported_passes(f: pl.LazyFrame) -> pl.LazyFrame:
             "act",
             "unmapped",
             "action_name",
+            "failed",
+            "url",
             _bad=bad,
             _level=pl.when(pl.col("failed")).then(_rank_of("errors")).otherwise(_rank_of("reasoning")),
         )
         .join(enough, on="traj_no", how="semi", maintain_order="left")
-        .with_columns(_recurs=recurs())
+        .with_columns(_recurs=recurs(), _page=pl.when(pl.col("url").is_not_null()).then(pl.col("url").hash()))
         .with_columns(_detours=(~pl.col("_recurs")).cum_sum())
         .filter("_recurs")
         .sort("traj_no", "act_h", "row")
@@ -510,9 +526,16 @@ def _reported_passes(f: pl.LazyFrame) -> pl.LazyFrame:
             interleaved=(pl.col("_gap") > 1).any(),
             ineffective=pl.col("_bad").sum(),
             level=pl.col("_level").filter(pl.col("_bad")).max(),
+            # every issue on a page of its own: the turn walks through pages (More, the next result), it
+            # does not go round (LABELLING.md: the same text typed into different pages is no loop; mining-7)
+            walks=(pl.col("_page").n_unique() >= pl.len() - 1) & pl.col("_page").is_not_null().all(),
+            failures=pl.col("failed").sum(),
         )
         .filter(
-            (pl.col("n") >= MIN_REPEATS) & pl.col("interleaved") & (pl.col("ineffective") >= MIN_INEFFECTIVE)
+            (pl.col("n") >= MIN_REPEATS)
+            & pl.col("interleaved")
+            & (pl.col("ineffective") >= MIN_INEFFECTIVE)
+            & (~pl.col("walks") | (pl.col("failures") >= MIN_INEFFECTIVE))
         )
         .sort("traj_no", "second")
         .with_columns(_reach=pl.col("last_step").cum_max().over("traj_no"))
@@ -537,10 +560,215 @@ def _rank_of(level: str) -> pl.Expr:
     return pl.lit(_RANK[level], pl.Int8)
 
 
+# the columns `_repeated_passes` reads, taken before its (very selective) join
+_PASS_INPUTS = (
+    "trajectory_id",
+    "traj_no",
+    "step_index",
+    "act",
+    "act_h",
+    "failed",
+    "url",
+    "tree",
+    "shot",
+    "unmapped",
+    "action_name",
+    "px",
+    "py",
+    "several",
+    "target_name",
+    "said_failed",
+    "said_worked",
+    "same_turn",
+    "unknown",
+    "same_next",
+    "changed",
+)
+
+
+def _repeated_passes(f: pl.LazyFrame) -> pl.LazyFrame:
+    """The same sequence of k turns (k = 2..MAX_PASS; k = 1 is exact_repeat's) issued MIN_REPEATS or more
+    times back to back - click "Add new file", click "Browse files", again and again; open the category,
+    Advanced Search, type the two prices, Search, again - found from the actions alone: turns are compared
+    by their actions (kind, target role, name and rank, argument), never by the page's URL, which changes
+    at every step of a pass. One row per maximal periodic stretch, smallest period first (a stretch of
+    period 2 is also one of period 4 and 6: those are left out), with what clears or confirms it:
+
+    - `stuck`: steps of the stretch taken where the same step of the previous pass was taken - on its
+      screen (UI tree, else screenshot) when the source has screens, else on its page (URL) - or where that
+      is unknown; a pass that reached a new page or screen (the next page of results, the next order)
+      made progress. MIN_INEFFECTIVE passes' worth of stuck steps are needed (the loop rule: 2+ attempts
+      that did not achieve it); with every page known and none repeated, the walk is progress;
+    - `failed` / `reported`: steps that failed, or that the next turn's words say did not work;
+    - `worked`: steps the next turn's words say worked (new content named, "Success");
+    - `stepping`: every turn of the pass is a stepping control (Next, Previous, Page 2, a pager's arrow
+      glyph): paging back and forth revisits pages, which the labelling rules leave to the model's words.
+    Turns that only scroll, that the importer could not map (a note taken, a tab switched, a wait) or that
+    are empty are no part of a pass: they are left out before the turns are compared, so a note taken
+    between two passes does not break them."""
+    t, h, u = pl.col("traj_no"), pl.col("act_h"), pl.col("_url")
+    new_turn = ~nxt(pl.col("same_turn")).fill_null(False)
+    kept = (
+        (pl.col("act") != "[]") & ~pl.col("unmapped") & ~pl.col("action_name").is_in(SCROLLS).fill_null(False)
+    ).fill_null(False)
+    # a coordinate click's place, to the NEAR grid cell: the same control clicked a few points off
+    cell = pl.struct("action_name", pl.col("px") // NEAR, pl.col("py") // NEAR).hash()
+    turn = pl.when(pl.col("px").is_not_null() & ~pl.col("several")).then(cell).otherwise("act_h")
+    # the (few) trajectories holding MIN_REPEATS - 1 passes' worth (4 steps at least) of turns each equal
+    # to the one k kept turns back, not all to the one just before: integer shifts over three columns (a
+    # coordinate click keyed by its cell alone, a superset), then everything else on their steps only
+    coarse = pl.when(pl.col("px").is_not_null()).then(
+        (pl.col("px") // NEAR * 1024 + pl.col("py") // NEAR).cast(pl.UInt64)
+    )
+    keys = f.select("traj_no", act_h=coarse.otherwise("act_h"), _kept=kept).filter("_kept")
+    match = {k: ((h == h.shift(k)) & (t == t.shift(k))).fill_null(False) for k in (1, *PASS_LENGTHS)}
+    stretch = pl.any_horizontal(
+        match[k] & match[k].shift(1) & match[k].shift(2) & match[k].shift(3) for k in PASS_LENGTHS
+    )
+    candidates = keys.filter((stretch & ~match[1]).fill_null(False)).select("traj_no").unique()
+    base = (
+        f.select(*_PASS_INPUTS)
+        .join(candidates, on="traj_no", how="semi", maintain_order="left")
+        .select(  # what needs the neighbouring steps is read before the others are left out
+            "trajectory_id",
+            "traj_no",
+            "step_index",
+            "act",
+            "failed",
+            act_h=turn,
+            # where the step was taken: its screen when the source has one (a UI tree, else a screenshot),
+            # else its page's URL; `_seen` says by which (0 url, 1 screenshot, 2 UI tree)
+            _url=pl.coalesce("tree", "shot", pl.when(pl.col("url").is_not_null()).then(pl.col("url").hash())),
+            _seen=pl.when(pl.col("tree").is_not_null())
+            .then(2)
+            .when(pl.col("shot").is_not_null())
+            .then(1)
+            .otherwise(0),
+            _kept=kept,
+            _reported=_reported() & _unobserved(),
+            _worked=(nxt(pl.col("said_worked")) & new_turn).fill_null(False),
+            _stepping=pl.col("target_name").str.contains(_STEPPING).fill_null(False),
+        )
+        .filter("_kept")
+        .with_row_index("row")
+        .with_columns(
+            _moved=(u != u.shift(1)) & (t == t.shift(1)),
+            **{f"_m{k}": (h == h.shift(k)) & (t == t.shift(k)) for k in (1, *PASS_LENGTHS)},
+            **{f"_u{k}": u == u.shift(k) for k in PASS_LENGTHS},
+        )
+    )
+    parts = []
+    for k in PASS_LENGTHS:
+        m = pl.col(f"_m{k}").fill_null(False)
+        smaller = [d for d in (1, *PASS_LENGTHS) if d < k and k % d == 0]
+        found = runs(
+            base,
+            m,
+            smaller=pl.any_horizontal([pl.col(f"_m{d}").fill_null(False).all() for d in smaller]),
+            stepping=pl.col("_stepping").all(),
+            stuck=(pl.col(f"_u{k}") != False).fill_null(True).sum(),  # noqa: E712
+            known=pl.col(f"_u{k}").is_not_null().sum(),
+            moved=pl.col("_moved").fill_null(False).sum(),
+            seen=pl.col("_seen").min(),
+            failed=pl.col("failed").sum(),
+            reported=pl.col("_reported").sum(),
+            worked=pl.col("_worked").sum(),
+            action=pl.col("act").first(),
+        )
+        parts.append(
+            found.filter((pl.col("n") >= (MIN_REPEATS - 1) * k) & ~pl.col("smaller"))
+            .with_columns(period=pl.lit(k, pl.Int32))
+            .drop("_run", "smaller")
+        )
+    return pl.concat(parts)
+
+
+def _pass_findings(f: pl.LazyFrame) -> pl.LazyFrame:
+    """Repeated sequences of turns (`_repeated_passes`) that are loops, graded by what says so: errors (2+
+    steps failed), the screens (2+ passes' worth on the screens of the pass before), the URL (the passes go
+    from page to page and 2+ of them revisit the pages of the pass before; a URL that never moves proves
+    nothing), the model's words (2+ steps reported failed), else the
+    actions alone, with a confidence that grows with the passes (3 passes 0.75, 4 0.9, 5+ 0.95). Progress
+    clears it: passes that reached new pages (a walk through items), passes of stepping controls only
+    (paging back and forth) unless 2+ steps failed, steps the model reports working (2+, and more than
+    failing)."""
+    passes = (pl.col("n") + pl.col("period")) / pl.col("period")
+    need = MIN_INEFFECTIVE * pl.col("period")  # two passes' worth of steps
+    bad = pl.max_horizontal("failed", "reported")
+    revisits = (pl.col("known") >= need) & (pl.col("stuck") >= need)
+    level = (
+        pl.when(pl.col("failed") >= MIN_INEFFECTIVE)
+        .then(pl.lit("errors"))
+        .when(revisits & (pl.col("seen") == 2))
+        .then(pl.lit("ui_tree"))
+        .when(revisits & (pl.col("seen") == 1))
+        .then(pl.lit("screenshot"))
+        .when(revisits & (pl.col("moved") >= MIN_INEFFECTIVE))
+        .then(pl.lit("url"))
+        .when(pl.col("reported") >= MIN_INEFFECTIVE)
+        .then(pl.lit("reasoning"))
+        .otherwise(pl.lit("actions"))
+    )
+    found = (
+        _repeated_passes(f)
+        .filter(
+            (pl.col("stuck") >= need)
+            & ((pl.col("worked") <= bad) | (pl.col("worked") < MIN_INEFFECTIVE))
+            & (~pl.col("stepping") | (bad >= MIN_INEFFECTIVE))
+        )
+        .with_columns(
+            _level=level,
+            _confidence=pl.when(bad >= MIN_INEFFECTIVE)
+            .then(0.97)
+            .otherwise((passes * 0.15 + 0.3).clip(upper_bound=0.95)),
+        )
+        .filter(pl.col("_confidence") >= MIN_CONFIDENCE)
+    )
+    return _findings(
+        found,
+        "loop",
+        "short_cycle",
+        pl.col("first_step"),
+        pl.col("last_step"),
+        {
+            "period": pl.col("period"),
+            "passes": passes.round(1),
+            "stuck_steps": pl.col("stuck"),
+            "ineffective": bad,
+            "action": pl.col("action").str.slice(0, _MAX_EVIDENCE_ACTION),
+        },
+        level=pl.col("_level"),
+        confidence=pl.col("_confidence"),
+    )
+
+
+def _merged(found: pl.LazyFrame) -> pl.LazyFrame:
+    """Overlapping findings of one trajectory as one (the first's evidence, the strongest level and the
+    highest confidence): one cycle found by several rules is one finding."""
+    rank = pl.col("evidence_level").replace_strict(_RANK, default=0, return_dtype=pl.Int8)
+    reach = pl.col("last_step").cum_max().over("trajectory_id")
+    apart = pl.col("first_step") > reach.shift(1).over("trajectory_id")
+    return (
+        found.sort("trajectory_id", "first_step", "last_step")
+        .with_columns(_group=apart.fill_null(True).cum_sum(), _rank=rank)
+        .group_by("_group")
+        .agg(
+            pl.col("trajectory_id").first(),
+            pl.col("first_step").min(),
+            pl.col("last_step").max(),
+            pl.col("kind", "reason", "severity", "evidence").first(),
+            evidence_level=pl.col("evidence_level").sort_by("_rank").last(),
+            confidence=pl.col("confidence").max(),
+        )
+        .select(list(FINDING_SCHEMA))
+    )
+
+
 @check
 def detect_short_cycles(f: pl.LazyFrame) -> pl.LazyFrame:
     """A-B-A-B on the same screens: the agent goes round in a circle without getting anywhere; without
-    screens, a cycle whose passes the model reports failing (`_reported_passes`)."""
+    screens, a cycle whose passes the model reports failing (`_reported_passes`), or one sequence of turns
+    repeated pass after pass without reaching anything new (`_pass_findings`)."""
     cands = _cycles(f)
     passes = _reported_passes(f)
     parts = [
@@ -553,7 +781,8 @@ def detect_short_cycles(f: pl.LazyFrame) -> pl.LazyFrame:
             {"passes": pl.col("passes"), "ineffective": pl.col("ineffective"), "action": pl.col("action")},
             level=_level_name(pl.col("level")),
             confidence=0.9,
-        )
+        ),
+        _pass_findings(f),
     ]
     for p in PERIODS:
         found = runs(cands, pl.col("cyc") & (pl.col("period") == p), level=pl.col("ev_rank").max())
@@ -570,7 +799,7 @@ def detect_short_cycles(f: pl.LazyFrame) -> pl.LazyFrame:
                 confidence=0.9,
             )
         )
-    return pl.concat(parts)
+    return _merged(pl.concat(parts))
 
 
 @check

@@ -20,7 +20,7 @@ Conventions the detectors rely on:
   action names as its target (the target's name, label or text; for a coordinate click, the control the
   model's own output said it was clicking, e.g. `Let me click "Add to cart"`), for side-effect recognition;
 - `sens` is the step's sensitive kind (see side_effects: the manifest's, else recognised from the target's
-  name and role, else from the URL it led to; null when the action failed), `sens_from` what said so and
+  name and role, else from the command the turn runs, else from the URL it led to; null when the action failed), `sens_from` what said so and
   `sens_generic` that it rests on a name such as "Submit" alone (the detectors ask the instruction);
 - `same_turn`: the step belongs to the previous step's turn, a turn that plans a repeat (see
   `_with_model_words`);
@@ -43,7 +43,7 @@ from collections.abc import Callable
 
 import polars as pl
 
-from flows.failure_mining.side_effects import control_kind, effect_kind, generic_name
+from flows.failure_mining.side_effects import command_kind, control_kind, effect_kind, generic_name
 
 CLICKS = ("left_click", "double_click", "right_click", "middle_click", "triple_click", "tap")
 SCROLLS = ("scroll", "hscroll")
@@ -216,6 +216,7 @@ def _per_action(acts: pl.LazyFrame) -> pl.LazyFrame:
             has_terminate=contains_action("terminate"),
             _target_kind=control_kind(pl.col("target_name"), pl.col("act").str.extract(_TARGET_ROLE, 1)),
             _target_generic=generic_name(pl.col("target_name")),
+            _command_kind=command_kind(pl.col("act")),
         )
         .drop("act")
     )
@@ -393,22 +394,34 @@ def _with_sensitive(features: pl.DataFrame) -> pl.DataFrame:
     flags = features.select(
         manifest=pl.col("sensitive").is_not_null(),
         named=~opened_form & (~pl.col("_named_generic") | generic) & pl.col("_named_kind").is_not_null(),
+        command=pl.col("_command_kind").is_not_null(),
         observed=observed.is_not_null(),
         generic=generic,
         done=~pl.col("failed") | timed_out,
     )
-    rows = flags.select(pl.col("done") & (pl.col("manifest") | pl.col("named") | pl.col("observed"))).to_series().arg_true()
+    rows = flags.select(
+        pl.col("done") & (pl.col("manifest") | pl.col("named") | pl.col("command") | pl.col("observed"))
+    ).to_series().arg_true()
     here = pl.DataFrame(
         {
             "sensitive": features["sensitive"].gather(rows),
             "kind": features["_named_kind"].gather(rows),
+            "command_kind": features["_command_kind"].gather(rows),
             "next_kind": kinds.shift(-1).gather(rows),
-            **{c: flags[c].gather(rows) for c in ("manifest", "named", "observed")},
+            **{c: flags[c].gather(rows) for c in ("manifest", "named", "command", "observed")},
         }
     ).select(
-        sens=pl.coalesce("sensitive", pl.when("named").then("kind"), pl.when("observed").then("next_kind")),
-        sens_from=pl.when("manifest").then(pl.lit("manifest")).when("named").then(pl.lit("actions")).otherwise(pl.lit("url")),
+        # a command or the save chord names its effect itself: no form to open, no generic word to ask about
+        sens=pl.coalesce(
+            "sensitive", pl.when("named").then("kind"), "command_kind", pl.when("observed").then("next_kind")
+        ),
+        sens_from=pl.when("manifest")
+        .then(pl.lit("manifest"))
+        .when(pl.col("named") | pl.col("command"))
+        .then(pl.lit("actions"))
+        .otherwise(pl.lit("url")),
     )
+
     def spread(values: pl.Series) -> pl.Series:  # scatter works in place: a new series each
         nulls = pl.repeat(None, features.height, dtype=pl.String, eager=True)
         return nulls.scatter(rows, values) if rows.len() else nulls
@@ -418,7 +431,7 @@ def _with_sensitive(features: pl.DataFrame) -> pl.DataFrame:
         sens_from=spread(here["sens_from"]).cast(pl.Categorical),
         # the kind rests on a name that says only that a form is sent (side_effects.GENERIC_WORDS)
         sens_generic=~flags["manifest"] & flags["named"] & flags["generic"],
-    ).drop("_named_kind", "_named_generic")
+    ).drop("_named_kind", "_named_generic", "_command_kind")
 
 
 def _first_origin(features: pl.DataFrame) -> pl.Series:

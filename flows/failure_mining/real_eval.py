@@ -66,6 +66,12 @@ KNOWN_SETS = {
         EVAL_DATA / "webchorearena_colorbrowser_labels.jsonl",
         False,
     ),
+    "osworld_verified": (  # OSWORLD_VERIFIED.md; other agents (UI-TARS, Doubao) on a desktop, labelled blind
+        "FLYWHEEL_MINING_EVAL_OSWORLD",
+        "osworld_verified",
+        EVAL_DATA / "osworld_verified_labels.jsonl",
+        False,
+    ),
 }
 HALVES = ("tune", "held_out")
 

@@ -15,6 +15,9 @@ A step is sensitive when
   to delete or cancel (the dialog's OK performs it), a bare Submit also when it asks for a change;
 - a field, a choice or a header (CHOOSING_ROLES) commits nothing whatever its name, nor does a control whose
   name ends in an ellipsis ("Create commit...": it opens a dialog);
+- else the turn runs a command that writes, moves, deletes, installs or sends (a CLI action's command, or
+  a command typed into a terminal and entered: COMMAND_PATTERNS, `command_kind`), or presses the save chord
+  (Ctrl+S): a desktop or terminal action has no control to name it, the command says what it does;
 - else the step led to a URL that only a state change leads to (`/order/confirmation`, `/thank-you`,
   `.../delete`): an observed effect. Going to a checkout or payment page pays nothing yet: neither the
   word "checkout" nor such a URL counts.
@@ -296,6 +299,56 @@ EFFECT_URLS: tuple[tuple[str, str], ...] = (
 )
 _CJK = r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]"
 
+# Commands and key chords that change state, read from the turn's actions (no control to name them: a CLI
+# action, a command typed into a terminal and entered, a program the agent runs, the save chord).
+# A command word counts where a command starts: the text's start, after ; & | ( ` or a newline, or after
+# sudo / xargs / env / nohup / time. (kind, pattern on the command text), the first that matches wins.
+_COMMAND_START = r"(?:^|[;&|(`\n]|\\n|\b(?:sudo|xargs|env|nohup|time|exec)\s+)\s*"
+COMMAND_PATTERNS: tuple[tuple[str, str], ...] = (
+    (
+        "delete",
+        _COMMAND_START
+        + r"(?:rm|rmdir|unlink|shred|trash(?:-put)?|gio\s+trash|git\s+rm|docker\s+(?:rm|rmi)|kubectl\s+delete)\b"
+        + r"|(?i:\b(?:DELETE\s+FROM|DROP\s+(?:TABLE|DATABASE|INDEX|VIEW)|TRUNCATE\s+TABLE)\b)"
+        + r"|\b(?:os\.(?:remove|unlink|rmdir|removedirs)|shutil\.rmtree|\.unlink)\(",
+    ),
+    (
+        "send",
+        _COMMAND_START + r"(?:sendmail|mail|mailx|mutt|swaks)\b"
+        + r"|" + _COMMAND_START + r"curl\b[^;&|\n]*?(?:-X\s*['\"]?(?:POST|PUT|PATCH|DELETE)|--data\b|--data-\w+|-d\s|-F\s|--form\b)"
+        + r"|" + _COMMAND_START + r"wget\b[^;&|\n]*?--post-",
+    ),
+    (
+        "change",
+        _COMMAND_START
+        + r"(?:mv|cp|rsync|mkdir|touch|tee|chmod|chown|chgrp|ln|truncate|dd|install|patch|crontab|passwd|useradd"
+        + r"|usermod|userdel|kill|pkill|killall|(?:sed|perl)\s+(?:-\w+\s+)*-i\w*"
+        + r"|git\s+(?:commit|push|reset|checkout|switch|merge|rebase|apply|am|add|mv|tag|stash|restore|cherry-pick)"
+        + r"|(?:pip3?|python3?\s+-m\s+pip|npm|pnpm|yarn|gem|cargo|go|apt|apt-get|dnf|yum|zypper|pacman|snap|flatpak"
+        + r"|brew|conda|mamba)\s+(?:-\S+\s+)*(?:install|uninstall|remove|purge|add|upgrade|update|-S|-R)"
+        + r"|dpkg\s+-(?:i|r|P)|gsettings\s+(?:set|reset)|dconf\s+(?:write|reset|load)|xdg-settings\s+set"
+        + r"|xdg-mime\s+default|update-alternatives|systemctl\s+(?:start|stop|restart|enable|disable|mask)"
+        + r"|service\s+\S+\s+(?:start|stop|restart)|docker\s+(?:run|start|stop|kill|build|push|tag|create)"
+        + r"|kubectl\s+(?:apply|create|patch|scale|edit|set|replace)|unzip|tar\s+-?\w*x|zip|gzip|gunzip)\b"
+        # a redirection into a file: a path or a name with an extension (`> out.txt`, `>> ~/.bashrc`; not
+        # `2>&1` or /dev/null, which _NOT_WRITING takes out first, nor a comparison with a number, `x > 0.5`)
+        + r"|(?:^|[^0-9&>\\\-=<])>>?\s*['\"]?[A-Za-z_~$./][\w~$./-]*[/.]\w"
+        + r"|(?i:\b(?:INSERT\s+(?:OR\s+\w+\s+)?INTO|UPDATE\s+\S+\s+SET|CREATE\s+(?:TABLE|INDEX|VIEW)|ALTER\s+TABLE|REPLACE\s+INTO)\b)"
+        # programs that write files: open for writing, pandas/PIL/openpyxl/docx saves, moves and copies
+        + r"|\bopen\([^)]*?,\s*(?:mode\s*=\s*)?\\?['\"][wax]"
+        + r"|\.(?:save|to_csv|to_excel|to_json|to_parquet|write_text|write_bytes|mkdir|rename|replace|touch)\("
+        + r"|\b(?:os\.(?:rename|replace|makedirs|mkdir|chmod)|shutil\.(?:move|copy\w*))\(",
+    ),
+)
+# the save chord (Ctrl+S, Cmd+S): a document written; Ctrl+Shift+S opens a Save As dialog and is not
+# redirections that write no file, taken out of a command before COMMAND_PATTERNS read it
+_NOT_WRITING = r"\d*>>?\s*&\s*\d|&?\d*>>?\s*/dev/(?:null|stdout|stderr|tty)\b"
+_SAVE_CHORD = r'(?i)"keys"\s*:\s*\[\s*"(?:ctrl|control|cmd|command|meta|super|win)"\s*,\s*"s"\s*\]'
+_SHELL_COMMAND = r'"action"\s*:\s*"shell"\s*,\s*"command"\s*:\s*"((?:[^"\\]|\\.)*)"'
+# a command typed and entered: the typed text ends with a newline, or the turn presses Enter after it
+_TYPED_TEXT = r'"action"\s*:\s*"type"\s*,\s*"text"\s*:\s*"((?:[^"\\]|\\.)*)"'
+_ENTER_KEY = r'(?i)"keys"\s*:\s*\[\s*"(?:enter|return|kp_enter)"\s*\]'
+
 
 def _pattern(words: tuple[str, ...], opening: bool = False) -> str:
     """Whole-word, case-insensitive alternation (only at the start, with `opening`); words in a CJK
@@ -338,6 +391,22 @@ def control_kind(name: pl.Expr, role: pl.Expr | None = None) -> pl.Expr:
     navigating = role.is_in(LINK_ROLES).fill_null(False) & out.is_in(NAVIGATING_KINDS)
     choosing = role.is_in(CHOOSING_ROLES).fill_null(False)
     return pl.when(navigating | choosing).then(None).otherwise(out)
+
+
+def command_kind(actions_json: pl.Expr) -> pl.Expr:
+    """The sensitive kind of a turn's command or key chord (null when none): a shell action's command, a
+    typed command that is entered (its text ends in a newline or the turn presses Enter after typing), or
+    the save chord. Command words are the POSIX / GNU tools', the common package managers', git's, SQL's and
+    Python's file APIs; they are the same in every language, so no translation is needed. A command that
+    failed changed nothing (features clears a failed step)."""
+    shell = actions_json.str.extract(_SHELL_COMMAND, 1)
+    typed = actions_json.str.extract(_TYPED_TEXT, 1)
+    entered = typed.str.ends_with("\\n") | actions_json.str.contains(_ENTER_KEY)
+    command = pl.coalesce(shell, pl.when(entered).then(typed)).str.replace_all(_NOT_WRITING, " ")
+    out = pl.when(actions_json.str.contains(_SAVE_CHORD)).then(pl.lit("change")).otherwise(pl.lit(None, pl.String))
+    for kind, pattern in reversed(COMMAND_PATTERNS):  # the first kind is applied last, so it wins
+        out = pl.when(command.str.contains(pattern)).then(pl.lit(kind)).otherwise(out)
+    return out
 
 
 def generic_name(name: pl.Expr) -> pl.Expr:

@@ -5,10 +5,11 @@ it cannot read raises `ForeignStepError(code, detail)`, which the importer turns
 
 Pixel coordinates become our 0..999 grid through the screen size (`Screen`); a source that gives pixels
 and no size cannot be placed and is refused (`missing_field:screen_size`). BrowserGym names elements by
-`bid`: with the step's AXTree text (`[a12] button 'Delete'`) a bid becomes the element's role and name,
-else `{"role": "element", "name": "bid:a12"}`. An action of theirs that has no counterpart in our space
-(hover, tab switching, ...) is kept as a step with `format_error` = `unmapped_action: ...`: the mining
-detectors count that as our gap, not the agent's error. Nothing here runs the source's code: BrowserGym
+`bid`: with the step's AXTree text (`[a12] button 'Delete'`) a bid becomes the element's role and name and
+its rank among the page's elements so named (`nth`), else `{"role": "element", "name": "bid:a12"}`. An
+action of theirs that has no counterpart in our space (hover, tab switching, ...) is kept as a step with
+`format_error` = `unmapped_action: ...`: the mining detectors count that as our gap, not the agent's
+error. Nothing here runs the source's code: BrowserGym
 calls are read with `ast.parse`, never evaluated.
 """
 
@@ -150,14 +151,21 @@ _KEYS = {"Enter": "Enter", "Backspace": "Backspace", "Tab": "Tab", "Escape": "Es
 
 
 def _bid_targets(axtree: Any) -> dict[str, Target]:
-    """bid -> role and name, from BrowserGym's flattened AXTree text (`[a12] button 'Delete'`)."""
+    """bid -> role, name and rank, from BrowserGym's flattened AXTree text (`[a12] button 'Delete'`).
+
+    `nth` is the element's rank among the page's elements of the same role and name, in tree order (what a
+    role-and-name locator counts): each post's "Upvote" is another control, while one control whose bid
+    changed as the page re-rendered (bids are not stable across renders) keeps its role, name and rank."""
     if not isinstance(axtree, str):
         return {}
-    out = {}
+    out: dict[str, Target] = {}
+    seen: dict[tuple[str, str | None], int] = {}
     for line in axtree.splitlines():
         m = _AXTREE_LINE.match(line)
         if m:
-            out[m[1]] = Target(role=m[2], name=(m[3] if m[3] is not None else m[4]) or None)
+            key = (m[2], (m[3] if m[3] is not None else m[4]) or None)
+            out[m[1]] = Target(role=key[0], name=key[1], nth=seen.get(key, 0))
+            seen[key] = seen.get(key, 0) + 1
     return out
 
 

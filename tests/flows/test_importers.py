@@ -675,3 +675,20 @@ def test_action_history_text_becomes_actions(lake, tmp_path):
         [{"action": "scroll", "pixels": -400}],
         ["unmapped_action: Select picker sp_3 -> Select option(s) [2]"],
     ]
+
+
+def test_browsergym_targets_keep_their_rank_among_same_named_elements():
+    """mining-7: each post's "Upvote" is another control (its rank among the page's elements so named), while
+    one control whose bid changed as the page re-rendered keeps its role, name and rank."""
+    from flows.rollout.foreign_formats import Screen, browsergym_step
+
+    page = "[a1] heading 'First post'\n\t[a2] button 'Upvote'\n[a3] heading 'Second post'\n\t[a4] button 'Upvote'\n"
+    rerendered = "[b7] button 'Accept'\n[b9] heading 'First post'\n\t[b8] button 'Upvote'\n"
+
+    def target(action: str, tree: str) -> dict:
+        acts = browsergym_step({"action": action, "axtree_txt": tree}, Screen(None, None)).actions
+        return acts[0].target.model_dump(exclude_none=True)
+
+    assert target("click('a2')", page) == {"role": "button", "name": "Upvote", "nth": 0}
+    assert target("click('a4')", page) == {"role": "button", "name": "Upvote", "nth": 1}
+    assert target("click('b8')", rerendered) == target("click('a2')", page)

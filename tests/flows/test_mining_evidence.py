@@ -6,7 +6,7 @@ import json
 import polars as pl
 
 from flows.failure_mining import detectors as d
-from tests.flows.test_mining import DONE, URL, click, click_at, frame, reasons, step, undecided
+from tests.flows.test_mining import DONE, URL, click, click_at, frame, reasons, step, type_, undecided
 
 BLIND = dict(tree=False, shot=False)
 
@@ -512,3 +512,150 @@ def test_a_field_a_choice_a_column_header_or_an_ellipsis_commits_nothing():
         ("commit", _one(click("Commit changes"))),
     )
     assert _side_effects(steps) == {("commit", 0): "change"}
+
+
+def test_commands_that_write_move_delete_install_or_send_and_the_save_chord_are_side_effects():
+    """A CLI action, a terminal command typed and entered, or the save chord has no control to name it: the
+    command says what it does. Reading commands, a command that failed, and text that is not entered are not
+    side effects; a command followed by typing opened no form (the form rule is about controls)."""
+    shell = lambda command: {"action": "shell", "command": command}  # noqa: E731
+    typed = {"action": "type", "text": "notes for later"}
+    steps = frame(
+        ("rm", _one(shell("rm -f build/old.log"))),
+        ("install", _one(shell("sudo apt-get install -y vlc"))),
+        ("redirect", _one(shell("sort names.txt > sorted.txt"))),
+        ("program", _one(shell("python3 -c \"import pandas as pd; pd.read_csv('a.csv').to_excel('a.xlsx')\""))),
+        ("post", _one(shell("curl -X POST https://h/api/items -d '{\"name\": 1}'"))),
+        ("entered", _one({"action": "type", "text": "mv report.txt archive/\n"})),
+        ("save chord", _one({"action": "key", "keys": ["ctrl", "s"]})),
+        ("then typed", [step(shell("mkdir -p out"), "s0", **BLIND), step(typed, "s1", **BLIND), step(DONE, "s2", **BLIND)]),
+        ("reads", _one(shell("grep -rn TODO src 2>/dev/null | sort | head"))),
+        ("failed", _one(shell("rm secrets.txt"), ok=False, error="rm: cannot remove 'secrets.txt': Permission denied")),
+        ("not entered", _one({"action": "type", "text": "rm -rf ~"})),
+        ("save as", _one({"action": "key", "keys": ["ctrl", "shift", "s"]})),
+        ("comparison", _one(shell("python3 -c \"n = 3; print(n > 0.5)\""))),
+    )
+    assert _side_effects(steps) == {
+        ("rm", 0): "delete",
+        ("install", 0): "change",
+        ("redirect", 0): "change",
+        ("program", 0): "change",
+        ("post", 0): "send",
+        ("entered", 0): "change",
+        ("save chord", 0): "change",
+        ("then typed", 0): "change",
+    }
+
+
+# ---- mining-7: sequences of turns repeated pass after pass ----------------------------------------------
+
+ADD, BROWSE = click("Add new file", "link"), click("Browse files", "link")
+
+
+def _on(action: dict, url: str | None, **kw) -> dict:
+    """A step with no screens, on the page `url` (None: the source logs no URL)."""
+    return dict(step(action, "s", **BLIND, **kw), url=url)
+
+
+def test_a_sequence_of_turns_repeated_three_times_is_a_loop_from_the_actions_graded_by_what_else_says_so():
+    """The same 2-turn or 6-turn pass issued 3+ times back to back, compared by action and target, not by
+    the URL: revisiting the pages of the pass before rests on the URL; with no URL on the actions alone,
+    more sure with more passes; passes that reach new pages walk through items; two passes are not enough."""
+    revisit = [_on(a, u) for _ in range(3) for a, u in ((ADD, "http://h/tree"), (BROWSE, "http://h/commit"))]
+    search = [click("Shoes", "menuitem"), click("Advanced Search", "link"), type_("200", "Price"),
+              type_("600", "USD"), click("Search"), click("Sort by price")]
+    long = [_on(a, f"http://h/{i}") for _ in range(3) for i, a in enumerate(search)]
+    blind3 = [_on(a, None) for _ in range(3) for a in (ADD, BROWSE)]
+    blind5 = [_on(a, None) for _ in range(5) for a in (ADD, BROWSE)]
+    walk = [_on(a, f"http://h/item/{i}{suffix}") for i in range(4)
+            for a, suffix in ((click("Details", "link"), ""), (click("Keep"), "/kept"))]
+    twice = [_on(a, u) for _ in range(2) for a, u in ((ADD, "http://h/tree"), (BROWSE, "http://h/commit"))]
+    found = d.detect_short_cycles(frame(
+        *((tid, [*rows, _on(DONE, None)]) for tid, rows in
+          (("revisit", revisit), ("long", long), ("blind3", blind3), ("blind5", blind5), ("walk", walk),
+           ("twice", twice)))
+    ))
+    assert reasons(found) == [
+        ("blind3", "loop", "short_cycle", 2, 5),
+        ("blind5", "loop", "short_cycle", 2, 9),
+        ("long", "loop", "short_cycle", 6, 17),
+        ("revisit", "loop", "short_cycle", 2, 5),
+    ]
+    by_id = {r["trajectory_id"]: r for r in found.iter_rows(named=True)}
+    assert by_id["revisit"]["evidence_level"] == by_id["long"]["evidence_level"] == "url"
+    assert by_id["blind3"]["evidence_level"] == "actions"
+    assert by_id["blind3"]["confidence"] < by_id["blind5"]["confidence"]
+    assert json.loads(by_id["long"]["evidence"])["period"] == 6
+    same = [_on(ADD, "http://h/tree") for _ in range(6)]  # one turn again and again is exact_repeat's
+    assert d.detect_short_cycles(frame(("same", [*same, _on(DONE, None)]))).is_empty()
+
+
+def test_paging_back_and_forth_is_no_loop_unless_its_passes_fail():
+    """Page 2, Page 1, Page 2, ... (or a grid's icon-only arrows) revisits pages: the labelling rules leave
+    that to the model's words or errors."""
+    pages = [_on(click(n, "link"), f"http://h/list?p={n[-1]}") for _ in range(4) for n in ("Page 2", "Page 1")]
+    arrows = [_on(click(g), "http://h/grid") for _ in range(4) for g in ("\\ue62a", "\\ue629")]
+    failing = [dict(r, ok=False, error="Error: element is not visible", url="http://h/list") for r in pages]
+    found = d.detect_short_cycles(frame(
+        ("pages", [*pages, _on(DONE, None)]), ("arrows", [*arrows, _on(DONE, None)]),
+        ("failing", [*failing, _on(DONE, None)]),
+    ))
+    assert reasons(found) == [("failing", "loop", "short_cycle", 2, 7)]
+    assert found["evidence_level"][0] == "errors"
+
+
+def test_a_note_taken_between_passes_does_not_break_them():
+    """Turns the importer could not map (a note, a tab switch) are left out before passes are compared."""
+    note = {"format_error": "unmapped_action: take_note(...)", "actions_json": "[]"}
+    rows = []
+    for _ in range(3):
+        rows += [_on(ADD, "http://h/tree"), _on(BROWSE, "http://h/commit"), dict(_on(None, "http://h/commit"), **note)]
+    found = d.detect_short_cycles(frame(("noted", [*rows, _on(DONE, None)])))
+    assert reasons(found) == [("noted", "loop", "short_cycle", 3, 7)]
+
+
+def test_passes_the_model_reports_working_twice_are_progress_once_is_not():
+    def said(words: list[str]) -> list[dict]:
+        return [dict(_on(a, u), raw_output=f"{words[i]}\nClick") for i, (a, u) in
+                enumerate((a, u) for _ in range(3) for a, u in ((ADD, "http://h/tree"), (BROWSE, "http://h/commit")))]
+
+    plain = ["Let me open the file form."] * 6
+    once = plain[:3] + ["Success - the form is open."] + plain[4:]
+    twice = plain[:3] + ["Success - the form is open."] * 2 + plain[5:]
+    found = d.detect_short_cycles(frame(
+        ("once", [*said(once), _on(DONE, None)]), ("twice", [*said(twice), _on(DONE, None)])
+    ))
+    assert found["trajectory_id"].to_list() == ["once"]
+
+
+def test_coordinate_clicks_a_few_points_apart_make_the_same_pass():
+    jitter = [_on(click_at(x, y), None) for x, y in ((500, 500), (700, 300), (502, 501), (703, 302), (501, 503), (701, 299))]
+    apart = [_on(click_at(100 * i, 500), None) for i in range(1, 7)]
+    found = d.detect_short_cycles(frame(("jitter", [*jitter, _on(DONE, None)]), ("apart", [*apart, _on(DONE, None)])))
+    assert reasons(found) == [("jitter", "loop", "short_cycle", 2, 5)]
+
+
+def test_a_reported_cycle_whose_turn_lands_on_a_new_page_each_time_walks_through_pages():
+    """The model's words report failure, yet every issue of the turn is on a page of its own (a note, then
+    More, on page after page): the same thing on different pages is no loop - unless 2+ issues failed."""
+    failing = "It didn't work, the list is the same."
+    more, note = click("More", "link"), click("Note it")
+    walking = [dict(_on(a, f"http://h/list?p={i}"), raw_output=f"{failing}\nClick") for i in range(4) for a in (note, more)]
+    rejected = [dict(r, ok=False, error="ValueError: Received an empty action.") if r["actions_json"] == json.dumps([note])
+                else r for r in walking]
+    found = d.detect_short_cycles(frame(("walking", [*walking, _on(DONE, None)]), ("rejected", [*rejected, _on(DONE, None)])))
+    assert found["trajectory_id"].to_list() == ["rejected"]
+
+
+def test_screens_confirm_or_clear_a_repeated_pass_before_the_url():
+    """With screens, a pass whose screens come back is a loop on the UI tree; one whose screens are new each
+    pass made progress, though the URL stayed."""
+    def passes(screens: list[str]) -> list[dict]:
+        rows = [step(a, sc, **{"shot": False}) for sc, a in zip(screens, [ADD, BROWSE] * 3)]
+        return [*rows, step(DONE, "end", shot=False)]
+
+    found = d.detect_short_cycles(frame(
+        ("same", passes(["tree", "commit"] * 3)), ("new", passes([f"s{i}" for i in range(6)]))
+    ))
+    assert reasons(found) == [("same", "loop", "short_cycle", 2, 5)]
+    assert found["evidence_level"][0] == "ui_tree"

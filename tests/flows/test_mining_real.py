@@ -486,3 +486,102 @@ def test_on_the_colorbrowser_sets_the_miner_beats_the_baselines(name, prefix, ru
     assert result["kinds"]["loop"]["f1"] > result["baselines"]["loop: same action 3x in a row"]["f1"]
     side = result["kinds"]["side_effect"]
     assert side["recall"] >= 0.8 and side["precision"] >= 0.6, side  # a manifest's sensitive list finds none
+
+
+# The fifth set (OSWORLD_VERIFIED.md): UI-TARS and Doubao on OSWorld's desktop, labelled blind; the labelled
+# batches are the runs of ranks 0..OSWORLD_RUNS-1 (sha256 of the task id), every other run of data.jsonl unscored.
+OSWORLD_RUNS, OSWORLD_STEPS, OSWORLD_COUNTS = 722, 23733, (388, 555)
+
+
+def _osworld_text(task: str, steps: list[tuple[str, str]]) -> str:
+    """A run as the source's text files lay it out (made here)."""
+    head = f"Trajectory ID: x\nSource Model: m\nDomain: os\n\nTask:\n{task}\n\nSuccess Binary: False\nSuccess Raw: 0.0\n\n"
+    head += f"Number of Steps: {len(steps)}\n\n" + "=" * 60 + "\nTRAJECTORY\n" + "=" * 60 + "\n"
+    body = ""
+    for n, (thought, code) in enumerate(steps, 1):
+        body += f"\n{'=' * 50}\nSTEP {n}\n{'=' * 50}\n\n" + (f"Thought:\n{thought}\n\n" if thought else "") + f"Action:\n{code}\n"
+    return head + body
+
+
+def _osworld_repo(tmp_path: Path) -> Path:
+    texts = tmp_path / "summary" / "outputs" / "trajectory_texts"
+    texts.mkdir(parents=True)
+    run = [
+        ("点击 File 菜单。", "pyautogui.click(96.0, 72.0, button='left')"),
+        ("菜单没有展开，再次点击。", "pyautogui.click(2400.0, 1080.0, button='right')"),  # off the screen: clamped
+        ("输入文件名。", "pyperclip.copy('a\nb \\'c\\'')\npyautogui.hotkey('ctrl', 'v')\npyautogui.press('enter')"),
+        ("", "pyautogui.moveTo(192.0, 108.0)\npyautogui.dragTo(384.0, 216.0, duration=1.0)"),
+        ("保存。", "pyautogui.hotkey('ctrl', 's')\npyautogui.scroll(-5, x=960.0, y=540.0)"),
+        ("", "WAIT"),
+        ("写一个程序。", "with open('r.txt', 'w') as f:\n    f.write('x')"),
+        ("", "# Unrecognized action type: call_user"),
+        ("", "DONE\n\n" + "=" * 50 + "\nSTEP ?\n" + "=" * 50),
+    ]
+    (texts / "UI-TARS-0717-100step__0a0faba3-5580-44df-965d-f562a99b291c.txt").write_text(_osworld_text("Save it", run))
+    (texts / "doubao-x__11111111-2222-3333-4444-555555555555.txt").write_text(_osworld_text("Stop", [("", "FAIL")]))
+    (texts / "notes.txt").write_text("not a run")  # untrusted: left out, by its name
+    (texts / "m__00000000-0000-0000-0000-000000000000.txt").write_text("garbage, no task and no step")
+    work = texts.parents[1]
+    git = ["git", "-C", str(work), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(["git", "init", "-q", str(work)], check=True)
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "commit", "-qm", "runs"], check=True)
+    return work / ".git"
+
+
+def test_osworld_run_texts_become_steps_the_importer_reads_with_words_and_grid_points(tmp_path):
+    from flows.failure_mining.osworld_verified_set import build_osworld_verified_set
+    from flows.failure_mining.real_eval import load_set
+
+    out = tmp_path / "data.jsonl"
+    assert build_osworld_verified_set(_osworld_repo(tmp_path), out) == 2
+    records = {r["task_id"]: r for r in map(json.loads, out.read_text().splitlines())}
+    run = records["UI-TARS-0717-100step/0a0faba3-5580-44df-965d-f562a99b291c"]
+    assert run["instruction"] == "Save it" and run["policy"] == "UI-TARS-0717-100step"
+    assert run["source"]["license"] == "MIT" and len(run["source"]["commit"]) == 40
+    assert [s["actions"] for s in run["steps"]] == [
+        [{"action": "left_click", "x": 50, "y": 66}],
+        [{"action": "right_click", "x": 999, "y": 999}],
+        [{"action": "type", "text": "a\nb 'c'"}, {"action": "key", "keys": ["Enter"]}],
+        [{"action": "left_click_drag", "x": 100, "y": 100, "x2": 200, "y2": 200}],
+        [{"action": "key", "keys": ["Control", "s"]}, {"action": "scroll", "pixels": -500, "x": 500, "y": 500}],
+        [{"action": "wait"}],
+        [{"action": "shell", "command": "with open('r.txt', 'w') as f:\n    f.write('x')"}],  # parsed, never run
+        [],  # the harness ran nothing
+        [{"action": "terminate", "status": "success"}],  # the trailing empty banner is not code
+    ]
+    assert run["steps"][1]["raw_output"] == "菜单没有展开，再次点击。\npyautogui.click(2400.0, 1080.0, button='right')"
+    assert records["doubao-x/11111111-2222-3333-4444-555555555555"]["steps"][0]["actions"][0]["status"] == "failure"
+    frames = load_set(out)  # the real importer: nothing quarantined
+    assert frames["steps"].height == 10 and frames["trajectories"].height == 2
+
+
+def test_the_osworld_labels_cover_the_labelled_batches_once_with_steps_in_order():
+    labels = [json.loads(line) for line in KNOWN_SETS["osworld_verified"][2].read_text().splitlines()]
+    assert len({rec["task_id"] for rec in labels}) == OSWORLD_RUNS
+    kinds = [rec["kind"] for rec in labels]
+    assert (kinds.count("loop"), kinds.count("side_effect")) == OSWORLD_COUNTS
+    assert all(0 <= rec["step"] <= rec["last_step"] for rec in labels if rec["kind"])
+
+
+@pytest.mark.skipif(
+    known_set_data("osworld_verified") is None,
+    reason="the fifth set's data.jsonl is not here (see tests/data/mining_eval/OSWORLD_VERIFIED.md)",
+)
+def test_on_the_blind_osworld_set_the_miner_beats_the_baselines():
+    """Labelled before any detector ran on it (OSWORLD_VERIFIED.md); mining-7 measured on it once, on
+    2026-12-02: loop P 0.796 R 0.572 F1 0.666 against the same-action baseline's 0.409, side effects P 0.861
+    R 0.238 (the manifest baseline finds none). The issue's bars (loop F1 >= 0.85, side-effect R >= 0.8) are
+    NOT met on this set: the floors below are what was measured, so a change that loses ground fails here."""
+    result = evaluate_set(known_set_data("osworld_verified"), KNOWN_SETS["osworld_verified"][2], split=False)
+    labels = result["labels"]
+    assert (result["trajectories"], result["steps"], labels["loop"], labels["side_effect"]) == (
+        OSWORLD_RUNS,
+        OSWORLD_STEPS,
+        *OSWORLD_COUNTS,
+    )
+    loop, baselines = result["kinds"]["loop"], result["baselines"]
+    assert loop["f1"] >= 0.65 and loop["f1"] > baselines["loop: same action 3x in a row"]["f1"] + 0.2, loop
+    side = result["kinds"]["side_effect"]
+    assert side["recall"] >= 0.23 and side["precision"] >= 0.8, side
+    assert side["recall"] > baselines["side_effect: manifest sensitive lists only"]["recall"]
