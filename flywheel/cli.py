@@ -261,7 +261,7 @@ def main(argv: list[str] | None = None) -> int:
     ev = sub.add_parser("eval", help="measure the flywheel's own detectors").add_subparsers(dest="eval_cmd", required=True)
     evm = ev.add_parser("mining", help="precision and recall per failure kind, as JSON")
     evm.add_argument("--labels", type=Path, help="JSONL of {trajectory_id, kind, step}; default: the scripted-noisy policy's injected faults")
-    evm.add_argument("--real", type=Path, nargs="?", const=KNOWN, metavar="DATA_JSONL", help="a labelled set of other agents' runs (tests/data/mining_eval/LABELLING.md): per kind, per evidence level and against the same-action-3x baseline; --labels then names its labels (default: tests/data/mining_eval/labels.jsonl). Without a path: every known labelled set whose data is here (the ABP set and the fresh open-operator-evals set), side by side")
+    evm.add_argument("--real", type=Path, nargs="?", const=KNOWN, metavar="DATA_JSONL", help="a labelled set of other agents' runs (tests/data/mining_eval/LABELLING.md): per kind, per evidence level and against the same-action-3x baseline; --labels then names its labels (default: tests/data/mining_eval/labels.jsonl). Without a path: every known labelled set whose data is here (ABP, open-operator-evals runs 0-1 and 2, WebArena, WebChoreArena, OSWorld-Verified: tests/data/mining_eval/*.md say where each comes from and which env var or path it is read from), side by side")
 
     doc = sub.add_parser("doctor", help="check this machine: packages, browser, Docker, adb, LLM, Prefect, lake")
     doc.add_argument("--no-llm-call", action="store_true", help="do not send the one cheap test request to the model")

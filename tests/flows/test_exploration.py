@@ -283,7 +283,7 @@ def test_explore_raises_coverage_of_shop_and_mail_with_new_verified_tasks(prefec
     from lake import Lake
 
     root = tmp_path / "lake"
-    synthesize_tasks(sandboxes=["shop", "mail"], count=10, seed=5, lake_root=str(root))
+    synthesize_tasks(sandboxes=["shop", "mail"], count=4, seed=5, lake_root=str(root))
     result = explore(sandboxes=["shop", "mail"], areas=8, steps=90, minutes=1.5, lake_root=str(root))
     by_name = {s["sandbox"]: s for s in result["sandboxes"]}
     for name in ("shop", "mail"):
