@@ -261,7 +261,7 @@ def runs(frame: pl.LazyFrame, flag: pl.Expr, **aggs: pl.Expr) -> pl.LazyFrame:
     adjacent = ((t == t.shift(1)) & (row == row.shift(1) + 1)).fill_null(False)
     return (
         frame.filter(flag.fill_null(False))
-        .with_columns(_run=(~adjacent).cum_sum())
+        .with_columns(_run=(~adjacent).cum_sum().set_sorted())  # (structural) sorted keys group 2x faster
         .group_by("_run")
         .agg(pl.col("trajectory_id").first(), first_step=step.min(), last_step=step.max(), n=pl.len(), **aggs)
     )
@@ -346,7 +346,7 @@ def _repeat_runs(f: pl.LazyFrame) -> pl.LazyFrame:
     # the strongest evidence wins: a repeat that failed (errors) and that the next turn reports failed too
     level = pl.max_horizontal("ev_rank", pl.when(reported & unobserved).then(_rank_of("reasoning")))
     return (  # row-level values first, on the (few) member rows; the aggregations are then plain ones
-        f.with_columns(_run=(~again).cum_sum())
+        f.with_columns(_run=(~again).cum_sum().set_sorted())  # (structural) sorted keys group 2x faster
         .filter(member)
         .with_columns(
             _repeat_step=pl.when(again).then("step_index"),
@@ -858,7 +858,9 @@ def detect_repeated_typing(f: pl.LazyFrame) -> pl.LazyFrame:
     found = (
         f.with_columns(_bad=pl.col("failed") | _unchanged() | (_reported() & _unobserved()))
         .filter((pl.col("action_name") == "type") & ~pl.col("targetless"))  # "the same place" must be known
-        .group_by(key=pl.col("act_h") ^ pl.col("traj_no").hash())  # (trajectory, turn) as one integer
+        .with_columns(key=pl.col("act_h") ^ pl.col("traj_no").hash())  # (trajectory, turn) as one integer
+        .filter(pl.len().over("key") >= 3)  # (structural) typings issued fewer times never get a list built
+        .group_by("key")
         .agg(
             pl.col("trajectory_id").first(),
             n=pl.len(),
@@ -1140,7 +1142,7 @@ def detect_unconfirmed_sensitive(f: pl.LazyFrame) -> pl.LazyFrame:
     found = f.filter(
         _sens().is_not_null()
         & ~(asked_before | still_same_screen.fill_null(False))
-        & ~consented(_sens(), pl.col("instruction"))
+        & ~consented(_sens(), pl.when(_sens().is_not_null()).then(pl.col("instruction")))  # searched on those only
     )
     return _steps(
         found,

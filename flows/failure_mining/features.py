@@ -329,7 +329,7 @@ def in_trajectory_order(frame: pl.DataFrame) -> pl.DataFrame:
     tid = frame["trajectory_id"].hash()
     boundaries = (tid != tid.shift(1)).fill_null(True)
     steps_rise = ((frame["step_index"] > frame["step_index"].shift(1)) | boundaries).all()
-    if steps_rise and int(boundaries.sum()) == tid.n_unique():
+    if steps_rise and int(boundaries.sum()) == tid.filter(boundaries).n_unique():  # every id opens a run
         return frame
     return frame.sort("trajectory_id", "step_index")
 
@@ -341,7 +341,8 @@ def _per_action(acts: pl.LazyFrame) -> pl.LazyFrame:
         acts.with_columns(
             px=pl.col("act").str.extract(r'"x"\s*:\s*(\d+)', 1).cast(pl.Int32, strict=False),
             py=pl.col("act").str.extract(r'"y"\s*:\s*(\d+)', 1).cast(pl.Int32, strict=False),
-            action_name=pl.col("act").str.extract(_FIRST_ACTION, 1),
+            # categorical: detectors test it against lists of names on every step (17x cheaper than strings)
+            action_name=pl.col("act").str.extract(_FIRST_ACTION, 1).cast(pl.Categorical),
             targetless=~pl.col("act").str.contains('"target"', literal=True),
             target_name=pl.col("act").str.extract(_TARGET_NAME, 1),
             several=pl.col("act").str.contains("}, {", literal=True) | pl.col("act").str.contains("},{", literal=True),
@@ -433,8 +434,9 @@ def recurs() -> pl.Expr:
     empty turns never do (scrolling on is reading, see detectors.SCROLL_FACTOR: "the results still show all
     breeds" while scrolling is about the page)."""
     h, t = pl.col("act_h"), pl.col("traj_no")
-    lags = [p for k in range(1, REVISIT_WINDOW + 1) for p in (k, -k)]
-    again = pl.any_horizontal([(h == h.shift(p)) & (t == t.shift(p)) for p in lags]).fill_null(False)
+    # the turn k steps back is this one; k steps ahead is the same comparison made k rows later
+    back = {k: (h == h.shift(k)) & (t == t.shift(k)) for k in range(1, REVISIT_WINDOW + 1)}
+    again = pl.any_horizontal([e for k, b in back.items() for e in (b, b.shift(-k))]).fill_null(False)
     acted = (pl.col("act") != "[]") | pl.col("unmapped")
     return again & acted & ~pl.col("action_name").is_in(SCROLLS).fill_null(False)
 
@@ -497,10 +499,15 @@ def _with_model_words(features: pl.DataFrame) -> pl.DataFrame:
     failed = failed & ~new  # "The right arrow is still visible" after new items appeared: progress
     words = spread("words", pl.UInt64, None)
     same_words = (features["same_prev"] & (words == words.shift(1))).fill_null(False)
-    return features.with_columns(
+    out = features.with_columns(
         same_turn=same_words & spread("planned").fill_null(False),
         said_failed=failed,
         said_worked=(worked & ~failed) | new,
+    )
+    if said["named"].null_count() == said.height:  # the words name no control: the targets' kinds stand
+        # (a target's kind and genericness are null / false where it has no name, as for no words)
+        return out.rename({"_target_kind": "_named_kind", "_target_generic": "_named_generic"})
+    return out.with_columns(
         _named_kind=pl.when(pl.col("target_name").is_not_null())
         .then(pl.col("_target_kind"))
         # the model's plan names what it saves or creates in the same words ("save the location", "create
@@ -523,10 +530,12 @@ def _per_value(values: pl.Series, kind: Callable[[pl.Expr], pl.Expr]) -> pl.Seri
 
 
 def _with_sensitive(features: pl.DataFrame) -> pl.DataFrame:
-    """`sens` and `sens_from` (see the module docstring; `sens_from` is null where `sens` is)."""
-    observed = nxt(pl.lit(_per_value(features["url"], effect_kind)))
+    """`sens` and `sens_from` (see the module docstring; `sens_from` is null where `sens` is). Which source
+    names the step's kind is decided on every step with booleans; the kinds themselves (strings) are put
+    together on the few steps that have one."""
+    kinds = _per_value(features["url"], effect_kind)
+    observed = nxt(pl.lit(kinds))
     generic = pl.col("_named_generic") & observed.is_null()  # a URL that shows the effect says more
-    named = pl.when(~pl.col("_named_generic") | generic).then(pl.col("_named_kind"))
     # the page stayed and the next step typed into it: the control opened a form (Invite members, Create
     # commit...) or the site rejected the submit; either way nothing was committed (needs URLs to tell)
     filling = pl.col("action_name").is_in(_FILLING)
@@ -535,31 +544,47 @@ def _with_sensitive(features: pl.DataFrame) -> pl.DataFrame:
     # 500ms exceeded" on most submits that reload the page): it does not clear a side effect
     error = pl.col("error")  # literal searches: a regular expression here cost 0.07 CPU-s per 500k steps
     timed_out = (error.str.contains("imeout", literal=True) | error.str.contains("imed out", literal=True)).fill_null(False)
-    features = features.with_columns(  # each once: the expressions below read them several times
-        _named=pl.when(~opened_form).then(named),
-        _generic=generic,
-        _observed=observed,
-        _done=~pl.col("failed") | timed_out,
+    flags = features.select(
+        manifest=pl.col("sensitive").is_not_null(),
+        named=~opened_form & (~pl.col("_named_generic") | generic) & pl.col("_named_kind").is_not_null(),
+        command=pl.col("_command_kind").is_not_null(),
+        observed=observed.is_not_null(),
+        generic=generic,
+        done=~pl.col("failed") | timed_out,
     )
-    named = pl.col("_named")
-    # a command or the save chord names its effect itself: no form to open, no generic word to ask about
-    command = pl.col("_command_kind")
-    sens = pl.when(pl.col("_done")).then(pl.coalesce(pl.col("sensitive"), named, command, pl.col("_observed")))
-    return (
-        features.with_columns(sens=sens)
-        .with_columns(
-            sens_from=pl.when(pl.col("sens").is_null())
-            .then(pl.lit(None, dtype=pl.String))
-            .when(pl.col("sensitive").is_not_null())
-            .then(pl.lit("manifest"))
-            .when(named.is_not_null() | command.is_not_null())
-            .then(pl.lit("actions"))
-            .otherwise(pl.lit("url")),
-            # the kind rests on a name that says only that a form is sent (side_effects.GENERIC_WORDS)
-            sens_generic=pl.col("sensitive").is_null() & named.is_not_null() & pl.col("_generic"),
-        )
-        .drop("_named_kind", "_named_generic", "_named", "_generic", "_observed", "_done", "_command_kind")
+    rows = flags.select(
+        pl.col("done") & (pl.col("manifest") | pl.col("named") | pl.col("command") | pl.col("observed"))
+    ).to_series().arg_true()
+    here = pl.DataFrame(
+        {
+            "sensitive": features["sensitive"].gather(rows),
+            "kind": features["_named_kind"].gather(rows),
+            "command_kind": features["_command_kind"].gather(rows),
+            "next_kind": kinds.shift(-1).gather(rows),
+            **{c: flags[c].gather(rows) for c in ("manifest", "named", "command", "observed")},
+        }
+    ).select(
+        # a command or the save chord names its effect itself: no form to open, no generic word to ask about
+        sens=pl.coalesce(
+            "sensitive", pl.when("named").then("kind"), "command_kind", pl.when("observed").then("next_kind")
+        ),
+        sens_from=pl.when("manifest")
+        .then(pl.lit("manifest"))
+        .when(pl.col("named") | pl.col("command"))
+        .then(pl.lit("actions"))
+        .otherwise(pl.lit("url")),
     )
+
+    def spread(values: pl.Series) -> pl.Series:  # scatter works in place: a new series each
+        nulls = pl.repeat(None, features.height, dtype=pl.String, eager=True)
+        return nulls.scatter(rows, values) if rows.len() else nulls
+
+    return features.with_columns(  # categorical: detectors compare kinds with names on every step
+        sens=spread(here["sens"]).cast(pl.Categorical),
+        sens_from=spread(here["sens_from"]).cast(pl.Categorical),
+        # the kind rests on a name that says only that a form is sent (side_effects.GENERIC_WORDS)
+        sens_generic=~flags["manifest"] & flags["named"] & flags["generic"],
+    ).drop("_named_kind", "_named_generic", "_command_kind")
 
 
 def _first_origin(features: pl.DataFrame) -> pl.Series:
@@ -567,8 +592,7 @@ def _first_origin(features: pl.DataFrame) -> pl.Series:
     the trajectory starts only, then carried forward."""
     starts = features["same_prev"].not_().arg_true()
     origins = features["url"].gather(starts).str.extract(ORIGIN, 1).fill_null("")
-    at_starts = pl.repeat(None, features.height, dtype=pl.String, eager=True).scatter(starts, origins)
-    return at_starts.forward_fill()
+    return origins.gather(features["traj_no"] - 1)  # traj_no numbers the starts from 1, in row order
 
 
 def attach_trajectories(features: pl.DataFrame, trajectories: pl.DataFrame) -> pl.DataFrame:
@@ -587,7 +611,7 @@ def attach_trajectories(features: pl.DataFrame, trajectories: pl.DataFrame) -> p
     )
     info = pl.concat(
         [pl.DataFrame({"_keep": [False]}), info.select("_keep", *OPTIONAL_COLUMNS)], how="diagonal_relaxed"
-    )  # traj_no counts from 1: row 0 is padding
+    ).rechunk()  # traj_no counts from 1: row 0 is padding (one chunk: a gather over two costs 2.5x)
     at = features["traj_no"]
     out = features.with_columns(**{c: info[c].cast(t).gather(at) for c, t in OPTIONAL_COLUMNS.items()})
     keep = info["_keep"].fill_null(False)

@@ -23,6 +23,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 import re
+import threading
 import time
 from collections import Counter, deque
 from concurrent.futures import ThreadPoolExecutor
@@ -144,13 +145,22 @@ class StepBatch:
     trajectories: pl.DataFrame
 
 
-def step_batches(lake: Lake, pending: pl.DataFrame, batch_steps: int = BATCH_STEPS) -> list[StepBatch]:
+def step_files(lake: Lake) -> list[str]:
+    """The step files in the order batches take them."""
+    return sorted(str(f) for f in lake.files("steps"))
+
+
+def step_batches(
+    lake: Lake, pending: pl.DataFrame, batch_steps: int = BATCH_STEPS, located: tuple[list[str], pl.DataFrame] | None = None
+) -> list[StepBatch]:
     """Groups of step files holding pending trajectories, each about `batch_steps` rows, never splitting
-    a trajectory across groups; files with nothing pending are not read at all."""
-    files = sorted(str(f) for f in lake.files("steps"))
+    a trajectory across groups; files with nothing pending are not read at all. `located`: the step files and
+    their `file_trajectories`, when the caller already has them (mine() reads them while pending is queried)."""
+    files, held = located if located is not None else (step_files(lake), None)
     if pending.is_empty() or not files:
         return []
-    held = file_trajectories(lake, files)
+    if held is None:
+        held = file_trajectories(lake, files)
     at = _lookup(held["trajectory_id"], pending["trajectory_id"])
     if at is None:  # a trajectory held by several files (rare: writers land one in one file)
         return _spanning_batches(lake, files, held, pending, batch_steps)
@@ -194,38 +204,45 @@ def _spanning_batches(
     return _batched(lake, files, groups, pending, batch_steps)
 
 
-def file_trajectories(lake: Lake, files: list[str]) -> pl.DataFrame:
+def file_trajectories(lake: Lake, files: list[str], stop: threading.Event | None = None) -> pl.DataFrame | None:
     """(trajectory_id, file): the distinct trajectory ids of each step file, `file` its number in `files`.
     Reads the trajectory_id column alone, a file at a time (a DISTINCT over (trajectory_id, filename) of
     every row cost about one scan); a file's steps come in runs per trajectory, so only run starts are
-    de-duplicated."""
+    de-duplicated. None when `stop` is set before the last file (nothing is pending: the rest is not read)."""
     tid = pl.col("trajectory_id")
-    parts = [
-        _read(lake, [f], ["trajectory_id"])
-        .filter((tid != tid.shift(1)).fill_null(True))
-        .unique()
-        .with_columns(file=pl.lit(i, pl.UInt32))
-        for i, f in enumerate(files)
-    ]
+    parts = []
+    for i, f in enumerate(files):
+        if stop is not None and stop.is_set():
+            return None
+        ids = _read(lake, [f], ["trajectory_id"]).filter((tid != tid.shift(1)).fill_null(True)).unique()
+        parts.append(ids.with_columns(file=pl.lit(i, pl.UInt32)))
+    if not parts:
+        return pl.DataFrame(schema={"trajectory_id": pl.String, "file": pl.UInt32})
     return pl.concat(parts)
 
 
 def _lookup(keys: pl.Series, wanted: pl.Series) -> pl.Series | None:
-    """For each wanted value, the position of the equal key (null if none), by binary search over the keys'
+    """For each wanted value, the position of the equal key (null if none), by a search over the keys'
     sorted 64-bit hashes, then compared exactly; None when two keys share a hash (the same id in two files,
-    or a collision): then the caller joins. Hash joins of 1M x 1M ids cost ~1-2 CPU-s each here (10M bench
-    steps); this costs a sort and a search."""
+    or a collision): then the caller joins. Hash joins of 1M x 1M ids cost ~0.4-2 CPU-s each here (10M bench
+    steps, string or hash keys), a binary search of each id in turn 0.3; the wanted hashes are searched in
+    sorted order (~0.15) and put back in theirs."""
     if keys.is_empty():
         return pl.repeat(None, wanted.len(), dtype=pl.UInt32, eager=True)
+    keys, wanted = keys.rechunk(), wanted.rechunk()  # a gather over a file's chunks each costs 20x one chunk's
     hashes = keys.hash()
     order = hashes.arg_sort()
     ordered = hashes.gather(order)
     if (ordered.slice(1) == ordered.slice(0, keys.len() - 1)).any():
         return None
     wanted_hashes = wanted.hash()
-    pos = ordered.search_sorted(wanted_hashes, side="left").clip(upper_bound=keys.len() - 1)
-    at = order.gather(pos)
-    hit = (ordered.gather(pos) == wanted_hashes) & (keys.gather(at) == wanted)
+    by_hash = wanted_hashes.arg_sort()
+    searched = wanted_hashes.gather(by_hash)
+    pos = ordered.search_sorted(searched, side="left").clip(upper_bound=keys.len() - 1)
+    n = wanted.len()
+    at = pl.repeat(0, n, dtype=order.dtype, eager=True).scatter(by_hash, order.gather(pos))
+    same_hash = pl.repeat(False, n, eager=True).scatter(by_hash, ordered.gather(pos) == searched)
+    hit = same_hash & (keys.gather(at) == wanted)
     return pl.DataFrame({"at": at, "hit": hit}).select(pl.when("hit").then("at")).to_series()
 
 
@@ -261,8 +278,10 @@ def _files_read_together(file_lists: list[list[int]]) -> list[list[int]]:
 
 
 def read_steps(lake: Lake, files: list[str]) -> pl.DataFrame:
-    """The miner's columns of these step files (a file missing a column gets nulls), wherever the lake is."""
-    return _read(lake, files, STEP_COLUMNS)
+    """The miner's columns of these step files (a file missing a column gets nulls), wherever the lake is,
+    each in one chunk: a batch of two files reads as two, and mining its 2M steps cost 15% more CPU so
+    (the gathers and filters of features and detectors work chunk by chunk)."""
+    return _read(lake, files, STEP_COLUMNS).rechunk()
 
 
 _STEP_SCHEMA = pl.from_arrow(schema_for("steps").empty_table()).schema
@@ -511,14 +530,28 @@ def mine(
     here: the flow does that at its end, as every flow does."""
     t0 = time.perf_counter()
     summary = MiningSummary(run_id=run_id)
-    pending = pending_trajectories(lake, policy, since)
+    # the step files' trajectory ids are read while DuckDB finds what is pending (both take about a second
+    # per 1M; each leaves the GIL); when nothing is, the read stops at the file it is on
+    files, nothing_pending = step_files(lake), threading.Event()
+    with ThreadPoolExecutor(max_workers=1) as locator:
+        held = locator.submit(file_trajectories, lake, files, nothing_pending)
+        try:
+            pending = pending_trajectories(lake, policy, since)
+        except BaseException:
+            nothing_pending.set()
+            raise
+        if pending.is_empty():
+            nothing_pending.set()
+        located = held.result()
     if pending.is_empty():
         summary.seconds = time.perf_counter() - t0
         return summary
-    batches = step_batches(lake, pending, batch_steps)
+    batches = step_batches(lake, pending, batch_steps, (files, located))
     # MINERS batches are read and mined at once while the one before them is written (polars and delta-rs
     # leave the GIL): most of a batch's work runs on one core, so two of them keep both cores of a small
-    # machine busy; batches are summed and written in order, and at most MINERS + 1 are held.
+    # machine busy; batches are summed and written in order. One more batch waits in the miners' queue, so
+    # a miner done before the batch ahead of it starts the next one at once (batches differ in size: whole
+    # files); held at once: MINERS batches being mined, up to MINERS mined ones waiting their turn, one written.
     writing: list = []
 
     def landed(out: dict[str, Any]) -> None:  # batches come here in order
@@ -536,7 +569,7 @@ def mine(
         in_flight: deque = deque()
         for batch in batches:
             in_flight.append(miners.submit(_read_and_mine, lake, batch, run_id, weights))
-            if len(in_flight) == MINERS:
+            if len(in_flight) > MINERS:
                 landed(in_flight.popleft().result())
         while in_flight:
             landed(in_flight.popleft().result())
