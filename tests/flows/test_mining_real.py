@@ -17,6 +17,15 @@ from flows.failure_mining.real_eval import KNOWN_SETS, LABELS, evaluate_set, kno
 ROOT = Path(__file__).resolve().parents[2]
 
 
+def _committed(work: Path) -> Path:
+    """`work` as a git repository with one commit of everything in it: the shape of a fetched snapshot."""
+    git = ["git", "-C", str(work), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(["git", "init", "-q", str(work)], check=True)
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "commit", "-qm", "runs"], check=True)
+    return work / ".git"
+
+
 def _run(task_id: str, instruction: str, steps: list[tuple[str, str]]) -> dict:
     return {
         "task_id": task_id,
@@ -250,11 +259,7 @@ def _operator_repo(tmp_path: Path) -> Path:
         path = work / "WebVoyager30" / rel / "results_no_screenshot.json"
         path.parent.mkdir(parents=True)
         path.write_text(json.dumps(result))
-    git = ["git", "-C", str(work), "-c", "user.name=t", "-c", "user.email=t@t"]
-    subprocess.run(["git", "init", "-q", str(work)], check=True)
-    subprocess.run([*git, "add", "."], check=True)
-    subprocess.run([*git, "commit", "-qm", "runs"], check=True)
-    return work / ".git"
+    return _committed(work)
 
 
 def test_open_operator_evals_runs_become_steps_the_importer_reads_with_targets_words_and_errors(tmp_path):
@@ -407,11 +412,7 @@ def _webarena_repo(tmp_path: Path) -> Path:
     (broken / "steps_info_0.json").write_text("{not json")
     (broken / "steps_info_1.json").write_text(json.dumps({"obs": ["x"], "action": ["click('1')"]}))
     (broken / "summary_info.json").write_text(json.dumps({"n_steps": "two"}))
-    git = ["git", "-C", str(work), "-c", "user.name=t", "-c", "user.email=t@t"]
-    subprocess.run(["git", "init", "-q", str(work)], check=True)
-    subprocess.run([*git, "add", "."], check=True)
-    subprocess.run([*git, "commit", "-qm", "runs"], check=True)
-    return work / ".git"
+    return _committed(work)
 
 
 def test_webarena_step_dumps_become_steps_the_importer_reads_with_targets_words_and_errors(tmp_path):
@@ -522,11 +523,7 @@ def _osworld_repo(tmp_path: Path) -> Path:
     (texts / "notes.txt").write_text("not a run")  # untrusted: left out, by its name
     (texts / "m__00000000-0000-0000-0000-000000000000.txt").write_text("garbage, no task and no step")
     work = texts.parents[1]
-    git = ["git", "-C", str(work), "-c", "user.name=t", "-c", "user.email=t@t"]
-    subprocess.run(["git", "init", "-q", str(work)], check=True)
-    subprocess.run([*git, "add", "."], check=True)
-    subprocess.run([*git, "commit", "-qm", "runs"], check=True)
-    return work / ".git"
+    return _committed(work)
 
 
 def test_osworld_run_texts_become_steps_the_importer_reads_with_words_and_grid_points(tmp_path):
