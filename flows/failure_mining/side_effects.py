@@ -341,13 +341,14 @@ COMMAND_PATTERNS: tuple[tuple[str, str], ...] = (
         + r"|(?i:\b(?:INSERT\s+(?:OR\s+\w+\s+)?INTO|UPDATE\s+\S+\s+SET|CREATE\s+(?:TABLE|INDEX|VIEW)|ALTER\s+TABLE|REPLACE\s+INTO)\b)"
         # programs that write files: open for writing, pandas/PIL/openpyxl/docx saves, moves and copies
         + r"|\bopen\([^)]*?,\s*(?:mode\s*=\s*)?\\?['\"][wax]"
-        + r"|\.(?:save|to_csv|to_excel|to_json|to_parquet|write_text|write_bytes|mkdir|rename|replace|touch)\("
+        # (not `.replace(` or `.rename(`: a string's replace and a data frame's rename write nothing)
+        + r"|\.(?:save|to_csv|to_excel|to_json|to_parquet|write_text|write_bytes|mkdir|touch)\("
         + r"|\b(?:os\.(?:rename|replace|makedirs|mkdir|chmod)|shutil\.(?:move|copy\w*))\(",
     ),
 )
-# the save chord (Ctrl+S, Cmd+S): a document written; Ctrl+Shift+S opens a Save As dialog and is not
 # redirections that write no file, taken out of a command before COMMAND_PATTERNS read it
 _NOT_WRITING = r"\d*>>?\s*&\s*\d|&?\d*>>?\s*/dev/(?:null|stdout|stderr|tty)\b"
+# the save chord (Ctrl+S, Cmd+S): a document written; Ctrl+Shift+S opens a Save As dialog and is not
 _SAVE_CHORD = r'(?i)"keys"\s*:\s*\[\s*"(?:ctrl|control|cmd|command|meta|super|win)"\s*,\s*"s"\s*\]'
 _SHELL_COMMAND = r'"action"\s*:\s*"shell"\s*,\s*"command"\s*:\s*"((?:[^"\\]|\\.)*)"'
 # a command typed and entered: the typed text ends with a newline, or the turn presses Enter after it

@@ -534,6 +534,7 @@ def test_commands_that_write_move_delete_install_or_send_and_the_save_chord_are_
         ("not entered", _one({"action": "type", "text": "rm -rf ~"})),
         ("save as", _one({"action": "key", "keys": ["ctrl", "shift", "s"]})),
         ("comparison", _one(shell("python3 -c \"n = 3; print(n > 0.5)\""))),
+        ("string replace", _one(shell("python3 -c \"print('a-b'.replace('-', ' '))\""))),
     )
     assert _side_effects(steps) == {
         ("rm", 0): "delete",
