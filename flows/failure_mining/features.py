@@ -265,6 +265,22 @@ _LATIN_CLICK = (
 )
 # where a sentence ends (the said target in the other languages is the first named in the last such sentence)
 _SENTENCE_END = r"[。！？!?\n]|\.\s"
+# A sentence that opens with a later step plans what comes after this turn's click ("然后点击“Save”按钮",
+# "完成选择后，才能点击“Save”", "之后再点击OK", "Dann auf „Speichern“ klicken"): the control it names is
+# not the one clicked now. The sequencing words of each language that says "then" / "after that" /
+# "finally" / "once ... is done"; "next" (接下来, 下一步, als Nächstes) names this turn's step and is not one.
+_LATER_STEP_OPENING = (
+    r"(?i)^\s*(?:然后|之后|随后|接着|再|最后|完成[^，,。]{0,15}?[后後]|[^，,。]{0,15}?之[后後]|"
+    r"その後|それから|最後に|그 ?다음|그 ?후|마지막으로|"
+    r"then\b|after that\b|afterwards\b|finally\b|once\b|"
+    r"dann\b|danach\b|anschließend\b|ensuite\b|puis\b|après\b|luego\b|después\b|depois\b|"
+    r"poi\b|dopo\b|затем\b|потом\b|после\b)"
+)
+# The words calling the named control a button ("点击“Save”按钮", "the 'Create' button", "「保存」ボタン"): a
+# button named Save or Create commits what it names, where the same words as a plan ("save the location")
+# or a menu item ("File > Save As" opens a dialog) do not.
+_BUTTON_AFTER = r"""["'”’」』】»›]?\s?(?:的)?\s?(?:按钮|按鈕|ボタン|버튼|button\b|btn\b)"""
+_BUTTON_BEFORE = r"""(?:schaltfläche|knopf|bouton|botón|botão|pulsante|кнопк[уаи]?)\s?["'“‘„«‹]?\s?"""
 _SAID_TARGET_ELSEWHERE = (
     _ZH_CLICK + _ZH_BETWEEN + _CJK_QUOTED,
     r"按\s?" + _CJK_QUOTED,  # 按 alone is also "according to" (按照) and part of "button" (按钮): quoted only
@@ -473,18 +489,34 @@ def _with_model_words(features: pl.DataFrame) -> pl.DataFrame:
     in_sentence = pl.coalesce(*(pl.element().str.extract(p, 1) for p in _SAID_TARGET_ELSEWHERE))
     named = pl.coalesce(
         raw.str.extract_all(_SAID_TARGET).list.last().str.extract(_SAID_TARGET, 1),
-        sentences.list.eval(in_sentence).list.drop_nulls().list.last(),
+        sentences.list.eval(pl.when(~pl.element().str.contains(_LATER_STEP_OPENING)).then(in_sentence))
+        .list.drop_nulls()
+        .list.last(),
         raw.str.extract(_SAID_PURPOSE, 1),
     )
+    escaped = pl.col("named").str.escape_regex()
     said = texts.select(
         "h",
+        "raw_output",
         failed=raw.str.contains(_SAID_NO_EFFECT) | raw.str.contains(_SAID_NO_EFFECT_ELSEWHERE),
         worked=raw.str.contains(_SAID_WORKED) | raw.str.contains(_SAID_WORKED_ELSEWHERE),
         new=raw.str.contains(_SAID_NEW) | raw.str.contains(_SAID_NEW_ELSEWHERE),
         planned=raw.str.contains("\n", literal=True) & raw.str.contains(_SAID_TIMES),
         words=raw.str.replace(r"\n[^\n]*\z", "").hash(),
         named=named,
-    ).with_columns(kind=control_kind(pl.col("named")), generic=generic_name(pl.col("named")))
+    ).with_columns(
+        kind=control_kind(pl.col("named")),
+        generic=generic_name(pl.col("named")),
+    ).with_columns(
+        # the words call a Save / Create a button (searched where the kind is "change" only: one pattern a row)
+        button=pl.when(pl.col("kind") == "change")
+        .then(
+            raw.str.contains(
+                pl.format("(?i)(?:{}{}|{}{})", escaped, pl.lit(_BUTTON_AFTER), pl.lit(_BUTTON_BEFORE), escaped)
+            )
+        )
+        .fill_null(False),
+    ).drop("raw_output")
     said = picked.join(said, on="h", how="left", maintain_order="left").with_columns(
         named=pl.when(pl.col("click")).then("named"),
         kind=pl.when(pl.col("click")).then("kind"),
@@ -512,7 +544,11 @@ def _with_model_words(features: pl.DataFrame) -> pl.DataFrame:
         .then(pl.col("_target_kind"))
         # the model's plan names what it saves or creates in the same words ("save the location", "create
         # the report") as often as the control: from its words alone, those (side_effects "change") do not count
-        .otherwise(spread("kind", pl.String, None).replace("change", None)),
+        # ... unless they call it a button
+        .otherwise(
+            pl.when(spread("button").fill_null(False)).then(spread("kind", pl.String, None))
+            .otherwise(spread("kind", pl.String, None).replace("change", None))
+        ),
         _named_generic=pl.when(pl.col("target_name").is_not_null())
         .then(pl.col("_target_generic"))
         .otherwise(spread("generic").fill_null(False)),

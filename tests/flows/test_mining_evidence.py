@@ -729,3 +729,27 @@ def test_a_coordinate_click_is_named_by_the_models_words_in_its_own_language():
     )
     found = _side_effects(steps)
     assert found == {(lang, 0): "delete" for lang in said if lang not in ("then", "after")}
+
+
+def test_a_save_or_create_the_words_call_a_button_is_a_side_effect_and_a_later_steps_control_is_not_this_click():
+    """From the words alone a Save / Create counts when they call it a button (a plan to "save the location"
+    or the menu item Save As does not); a sentence that opens with a later step ("然后…", "完成…后",
+    "Then…") names what comes after this click, not the control clicked now."""
+    said = {
+        "zh": "文件名已填好，点击右上角绿色的“Save”按钮。",
+        "en": 'The name is typed. I will click the "Create" button.',
+        "fr": "Je clique sur le bouton « Enregistrer ».",
+        "ja": "「保存」ボタンをクリックします。",
+        "menu": "点击“Save As”选项，打开保存对话框。",
+        "plan": 'I need to click "Save location" to see the options.',
+        "then": "点击“None”选项设置无边距。然后点击“Save”按钮保存到桌面。",
+        "once-done": "点击“WAV”单选按钮。完成选择后，才能点击“Save”按钮保存配置。",
+        "then-delete": "点击“文件”菜单。然后点击“删除”按钮。",
+    }
+    steps = frame(
+        *(
+            (lang, [dict(step(click_at(700, 800), "s0", **BLIND), raw_output=f"{w}\nclick"), step(DONE, "s1", **BLIND)])
+            for lang, w in said.items()
+        )
+    )
+    assert _side_effects(steps) == {(lang, 0): "change" for lang in ("zh", "en", "fr", "ja")}
