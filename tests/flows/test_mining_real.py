@@ -354,6 +354,55 @@ def test_on_run_2_the_miner_beats_the_baseline():
     assert loop["f1"] >= 0.8  # in-sample since mining-5
 
 
+# The held-out sample (OPERATOR_EVALS.md "Runs 3-7"): every run 3..7 of every task and agent that made a model call,
+# labelled blind; (runs, steps) of the builder's data.jsonl and (loop, side-effect) label counts.
+HELDOUT_RUNS, HELDOUT_STEPS, HELDOUT_COUNTS = 432, 5319, (144, 22)
+HELDOUT_BY_AGENT = {  # agent: (runs, loop labels, side-effect labels)
+    "BrowserUse": (141, 30, 8),
+    "Convergence": (145, 102, 8),
+    "Notte": (146, 12, 6),
+}
+
+
+def test_the_held_out_operator_labels_cover_runs_3_to_7_once_with_steps_in_order():
+    labels = [json.loads(line) for line in KNOWN_SETS["operator_evals_heldout"][2].read_text().splitlines()]
+    runs = {rec["task_id"] for rec in labels}
+    assert len(runs) == HELDOUT_RUNS
+    assert {tid.rsplit("/", 1)[1] for tid in runs} == {"3", "4", "5", "6", "7"}  # never runs 0-2 (read by rule authors)
+    kinds = [rec["kind"] for rec in labels]
+    assert (kinds.count("loop"), kinds.count("side_effect")) == HELDOUT_COUNTS
+    for agent, counts in HELDOUT_BY_AGENT.items():
+        mine = [rec for rec in labels if rec["task_id"].startswith(agent + "/")]
+        got = [rec["kind"] for rec in mine]
+        assert (len({rec["task_id"] for rec in mine}), got.count("loop"), got.count("side_effect")) == counts
+    by_run: dict[str, list[dict]] = {}
+    for rec in labels:
+        by_run.setdefault(rec["task_id"], []).append(rec)
+    for tid, recs in by_run.items():
+        if any(rec["kind"] is None for rec in recs):
+            assert len(recs) == 1, tid  # a clean run has one line, and no labels
+            continue
+        spans = [(rec["step"], rec["last_step"]) for rec in recs]
+        assert all(0 <= first <= last for first, last in spans), tid
+        assert spans == sorted(spans), tid  # in step order
+        loops = [(rec["step"], rec["last_step"]) for rec in recs if rec["kind"] == "loop"]
+        assert all(a[1] < b[0] for a, b in zip(loops, loops[1:])), tid  # loop spans of a run never overlap
+
+
+@pytest.mark.skipif(
+    known_set_data("operator_evals_heldout") is None,
+    reason="runs 3-7 of the fresh set are not here (see tests/data/mining_eval/OPERATOR_EVALS.md)",
+)
+def test_the_held_out_labels_name_every_run_of_the_built_sample_and_only_its_steps():
+    """Reads data.jsonl as text only (no importer, no detector: the set stays blind until the lead measures it)."""
+    records = [json.loads(line) for line in known_set_data("operator_evals_heldout").read_text().splitlines()]
+    length = {rec["task_id"]: len(rec["steps"]) for rec in records}
+    assert (len(length), sum(length.values())) == (HELDOUT_RUNS, HELDOUT_STEPS)
+    labels = [json.loads(line) for line in KNOWN_SETS["operator_evals_heldout"][2].read_text().splitlines()]
+    assert {rec["task_id"] for rec in labels} == set(length)
+    assert all(rec["last_step"] < length[rec["task_id"]] for rec in labels if rec["kind"])
+
+
 # ---- the third set: ColorBrowserAgent's WebArena runs (tests/data/mining_eval/WEBARENA_COLORBROWSER.md) ----
 
 
