@@ -1,0 +1,195 @@
+"""A sixth labelled set: T3A- and SeeAct-style agents on AndroidWorld as data.jsonl for `real_eval` (ANDROID_WORLD_AGENTS.md).
+
+The source (gyaanantia/android_world_agents) holds one JSON file per AndroidWorld episode under `results/`:
+the task's `goal`, the model, the prompt variant, `success`, and per step a `step_records` entry whose
+`agent_data` has the model's turn (`action_output`: `Reason: ...` then `Action: {"action_type": ...}`),
+the accessibility elements the turn saw (`before_element_list`, each with text, content description,
+class and pixel box) and, written after the action ran, the model's own `summary` of what it did and saw.
+`build_android_world_agents_set` writes each run in our own JSONL schema: one step per source step, the
+action as our actions (an element index becomes a click on that element, named by its text or
+description and placed at its box's centre on the 0..999 grid of the 1080 x 2400 screen) and, as
+`raw_output`, the turn's words verbatim followed by `Summary: ` and the summary. Files are parsed with
+`json` and never run; a run whose blob the snapshot lacks, or with no steps, is left out.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from pathlib import Path
+from typing import Any
+
+REPO = "gyaanantia/android_world_agents"
+LICENSE = None  # the repository states no licence: only labels and this recipe are committed
+SCREEN = (1080, 2400)
+SCROLL_PIXELS = 300
+_ACTION = re.compile(r"Action:\s*(\{.*\})", re.S)
+_CLASS_ROLES = {
+    "Button": "button", "ImageButton": "button", "EditText": "textbox", "CheckBox": "checkbox",
+    "Switch": "switch", "RadioButton": "radio", "TextView": "text", "ImageView": "image",
+}  # fmt: skip
+
+
+def build_android_world_agents_set(git_dir: str | Path, out: str | Path, commit: str = "HEAD") -> int:
+    """data.jsonl from a snapshot of the repository (every run JSON under results/); returns the runs written."""
+    git = ["git", f"--git-dir={git_dir}"]
+    sha = subprocess.run([*git, "rev-parse", commit], capture_output=True, text=True, check=True).stdout.strip()
+    names = subprocess.run(
+        [*git, "ls-tree", "-r", "--name-only", sha, "results/"], capture_output=True, text=True, check=True
+    ).stdout.splitlines()
+    lines = []
+    for name in sorted(names):
+        if not name.endswith(".json"):
+            continue
+        shown = subprocess.run([*git, "show", f"{sha}:{name}"], capture_output=True)
+        if shown.returncode != 0:  # a blob the snapshot does not carry
+            continue
+        try:
+            run = json.loads(shown.stdout)
+        except ValueError:
+            continue
+        record = trajectory(name.removesuffix(".json"), run)
+        if record is not None:
+            record["source"] = {"repo": REPO, "commit": sha, "path": name, "license": LICENSE}
+            lines.append(record)
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines))
+    return len(lines)
+
+
+def trajectory(task_id: str, run: Any) -> dict | None:
+    """One episode's JSON as a data.jsonl record; None when it is not an episode with step records."""
+    if not isinstance(run, dict) or not isinstance(run.get("goal"), str):
+        return None
+    records = run.get("step_records") or []
+    if not records:
+        return None
+    policy = "seeact" if "seeact" in task_id else "t3a"
+    steps = []
+    for i, rec in enumerate(records):
+        data = rec.get("agent_data") or {}
+        said = data.get("action_output")
+        if not isinstance(said, str):
+            said = (run.get("actions") or [None] * len(records))[i]
+        said = said if isinstance(said, str) else json.dumps(said)
+        summary = data.get("summary")
+        elements = data.get("before_element_list") or (rec.get("state") or {}).get("ui_elements") or []
+        raw = f"{said}\nSummary: {summary}" if isinstance(summary, str) and summary.strip() else said
+        steps.append(
+            {
+                "actions": actions_of(said, elements),
+                "raw_output": raw,
+                "screen_width": SCREEN[0],
+                "screen_height": SCREEN[1],
+            }
+        )
+    model = run.get("model_name") or "unknown"
+    variant = run.get("prompt_variant") or ""
+    return {
+        "task_id": task_id,
+        "policy": f"{policy}-{variant}" if variant else policy,
+        "model": model,
+        "instruction": run["goal"],
+        "steps": steps,
+    }
+
+
+def action_json(said: str) -> dict | None:
+    """The turn's `Action: {...}` object, parsed with json (the last one written), else None."""
+    m = _ACTION.search(said)
+    if not m:
+        return None
+    text = m[1]
+    for end in range(len(text), 0, -1):  # trailing words after the object: shrink to the last brace that parses
+        if text[end - 1] != "}":
+            continue
+        try:
+            value = json.loads(text[:end])
+        except ValueError:
+            continue
+        return value if isinstance(value, dict) else None
+    return None
+
+
+def actions_of(said: str, elements: list) -> list[dict]:
+    """Our action dicts for one turn (an unparsed or unknown action: none)."""
+    act = action_json(said)
+    if act is None:
+        return []
+    kind = act.get("action_type")
+    element = _element(elements, act.get("index"))
+    if kind in ("click", "long_press"):
+        if element is None:
+            return []
+        x, y = element["point"]
+        if kind == "long_press":
+            return [{"action": "long_press", "x": x, "y": y}]
+        click: dict[str, Any] = {"action": "left_click", "x": x, "y": y}
+        if element["target"]:
+            click["target"] = element["target"]
+        return [click]
+    if kind == "input_text" and isinstance(act.get("text"), str):
+        typed: dict[str, Any] = {"action": "type", "text": act["text"]}
+        if element is not None and element["target"]:
+            typed["target"] = element["target"]
+        return [typed]
+    if kind in ("scroll", "swipe"):
+        return _wheel(kind, act.get("direction"), element)
+    if kind == "navigate_home":
+        return [{"action": "system_button", "button": "home"}]
+    if kind == "navigate_back":
+        return [{"action": "system_button", "button": "back"}]
+    if kind == "keyboard_enter":
+        return [{"action": "system_button", "button": "enter"}]
+    if kind == "open_app" and isinstance(act.get("app_name"), str) and act["app_name"].strip():
+        return [{"action": "open_app", "app": act["app_name"]}]
+    if kind == "wait":
+        return [{"action": "wait"}]
+    if kind == "status":
+        return [{"action": "terminate", "status": "success" if act.get("goal_status") == "complete" else "failure"}]
+    if kind == "answer" and isinstance(act.get("text"), str):
+        return [{"action": "terminate", "status": "success", "answer": act["text"]}]
+    return []
+
+
+def _wheel(kind: str, direction: Any, element: dict | None) -> list[dict]:
+    """A scroll (content moves the way named) or a swipe (the finger moves the way named)."""
+    if direction not in ("up", "down", "left", "right"):
+        return []
+    x, y = element["point"] if element is not None else (500, 500)
+    if kind == "swipe":
+        dx, dy = {"up": (0, -300), "down": (0, 300), "left": (-300, 0), "right": (300, 0)}[direction]
+        return [{"action": "swipe", "x": x, "y": y, "x2": _clip(x + dx), "y2": _clip(y + dy)}]
+    sign = 1 if direction in ("up", "right") else -1
+    wheel = {"action": "scroll" if direction in ("up", "down") else "hscroll", "pixels": sign * SCROLL_PIXELS}
+    if element is not None:
+        wheel["x"], wheel["y"] = x, y
+    return [wheel]
+
+
+def _element(elements: list, index: Any) -> dict | None:
+    """The indexed element's target (role from its class, name from its text or description) and centre."""
+    if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < len(elements):
+        return None
+    el = elements[index]
+    if not isinstance(el, dict):
+        return None
+    box = el.get("bbox_pixels")
+    if not isinstance(box, dict) or not all(isinstance(box.get(k), int | float) for k in ("x_min", "x_max", "y_min", "y_max")):
+        return None
+    point = (_grid((box["x_min"] + box["x_max"]) / 2, SCREEN[0]), _grid((box["y_min"] + box["y_max"]) / 2, SCREEN[1]))
+    name = next((el[k].strip() for k in ("text", "content_description", "hint_text") if isinstance(el.get(k), str) and el[k].strip()), None)
+    cls = str(el.get("class_name") or "").rsplit(".", 1)[-1]
+    role = _CLASS_ROLES.get(cls, "generic")
+    target = {"role": role, "name": name} if name else None
+    return {"target": target, "point": point}
+
+
+def _grid(v: float, size: int) -> int:
+    return max(0, min(999, int(v * 1000 / size)))
+
+
+def _clip(v: int) -> int:
+    return max(0, min(999, v))
