@@ -7,8 +7,11 @@ the accessibility elements the turn saw (`before_element_list`, each with text, 
 class and pixel box) and, written after the action ran, the model's own `summary` of what it did and saw.
 `build_android_world_agents_set` writes each run in our own JSONL schema: one step per source step, the
 action as our actions (an element index becomes a click on that element, named by its text or
-description and placed at its box's centre on the 0..999 grid of the 1080 x 2400 screen) and, as
-`raw_output`, the turn's words verbatim followed by `Summary: ` and the summary. Files are parsed with
+description and placed at its box's centre on the 0..999 grid of the 1080 x 2400 screen; a click given in
+pixels stays a point) and, as
+`raw_output`, the turn's words verbatim followed by `Summary: ` and the summary; when the harness wrote its
+own message instead of a summary (the action could not be parsed, the index was out of range, the action
+raised), that message is also the step's `error`. Files are parsed with
 `json` and never run; a run whose blob the snapshot lacks, or with no steps, is left out.
 """
 
@@ -25,6 +28,8 @@ LICENSE = None  # the repository states no licence: only labels and this recipe 
 SCREEN = (1080, 2400)
 SCROLL_PIXELS = 300
 _ACTION = re.compile(r"Action:\s*(\{.*\})", re.S)
+# The harness's own summaries of a turn it could not run (AndroidWorld's T3A writes these instead of the model's).
+_REJECTED = ("Can not parse the output", "The parameter index is out of range", "Some error happened executing the action")
 _CLASS_ROLES = {
     "Button": "button", "ImageButton": "button", "EditText": "textbox", "CheckBox": "checkbox",
     "Switch": "switch", "RadioButton": "radio", "TextView": "text", "ImageView": "image",
@@ -77,14 +82,10 @@ def trajectory(task_id: str, run: Any) -> dict | None:
         summary = data.get("summary")
         elements = data.get("before_element_list") or (rec.get("state") or {}).get("ui_elements") or []
         raw = f"{said}\nSummary: {summary}" if isinstance(summary, str) and summary.strip() else said
-        steps.append(
-            {
-                "actions": actions_of(said, elements),
-                "raw_output": raw,
-                "screen_width": SCREEN[0],
-                "screen_height": SCREEN[1],
-            }
-        )
+        step = {"actions": actions_of(said, elements), "raw_output": raw, "screen_width": SCREEN[0], "screen_height": SCREEN[1]}
+        if isinstance(summary, str) and summary.strip().startswith(_REJECTED):
+            step["error"] = summary.strip()
+        steps.append(step)
     model = run.get("model_name") or "unknown"
     variant = run.get("prompt_variant") or ""
     return {
@@ -120,6 +121,8 @@ def actions_of(said: str, elements: list) -> list[dict]:
         return []
     kind = act.get("action_type")
     element = _element(elements, act.get("index"))
+    if element is None and _is_number(act.get("x")) and _is_number(act.get("y")):  # a click by pixels
+        element = {"target": None, "point": (_grid(act["x"], SCREEN[0]), _grid(act["y"], SCREEN[1]))}
     if kind in ("click", "long_press"):
         if element is None:
             return []
@@ -185,6 +188,10 @@ def _element(elements: list, index: Any) -> dict | None:
     role = _CLASS_ROLES.get(cls, "generic")
     target = {"role": role, "name": name} if name else None
     return {"target": target, "point": point}
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool)
 
 
 def _grid(v: float, size: int) -> int:
