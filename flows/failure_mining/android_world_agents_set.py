@@ -6,9 +6,9 @@ the task's `goal`, the model, the prompt variant, `success`, and per step a `ste
 the accessibility elements the turn saw (`before_element_list`, each with text, content description,
 class and pixel box) and, written after the action ran, the model's own `summary` of what it did and saw.
 `build_android_world_agents_set` writes each run in our own JSONL schema: one step per source step, the
-action as our actions (an element index becomes a click on that element, named by its text or
-description and placed at its box's centre on the 0..999 grid of the 1080 x 2400 screen; a click given in
-pixels stays a point) and, as
+action as our actions (an element index counts the elements the turn's prompt listed, A., B., ...; it
+becomes a click on that element, named as the prompt named it and placed at its box's centre on the 0..999
+grid of the 1080 x 2400 screen; a click given in pixels stays a point) and, as
 `raw_output`, the turn's words verbatim followed by `Summary: ` and the summary; when the harness wrote its
 own message instead of a summary (the action could not be parsed, the index was out of range, the action
 raised), that message is also the step's `error`. Files are parsed with
@@ -80,7 +80,7 @@ def trajectory(task_id: str, run: Any) -> dict | None:
             said = (run.get("actions") or [None] * len(records))[i]
         said = said if isinstance(said, str) else json.dumps(said)
         summary = data.get("summary")
-        elements = data.get("before_element_list") or (rec.get("state") or {}).get("ui_elements") or []
+        elements = listed_elements(data.get("action_prompt"), data.get("before_element_list") or [])
         raw = f"{said}\nSummary: {summary}" if isinstance(summary, str) and summary.strip() else said
         step = {"actions": actions_of(said, elements), "raw_output": raw, "screen_width": SCREEN[0], "screen_height": SCREEN[1]}
         if isinstance(summary, str) and summary.strip().startswith(_REJECTED):
@@ -123,13 +123,15 @@ def actions_of(said: str, elements: list) -> list[dict]:
     element = _element(elements, act.get("index"))
     if element is None and _is_number(act.get("x")) and _is_number(act.get("y")):  # a click by pixels
         element = {"target": None, "point": (_grid(act["x"], SCREEN[0]), _grid(act["y"], SCREEN[1]))}
-    if kind in ("click", "long_press"):
+    if kind in ("click", "long_press", "double_tap"):
         if element is None:
             return []
-        x, y = element["point"]
+        point = element["point"]
         if kind == "long_press":
-            return [{"action": "long_press", "x": x, "y": y}]
-        click: dict[str, Any] = {"action": "left_click", "x": x, "y": y}
+            return [{"action": "long_press", "x": point[0], "y": point[1]}] if point else []
+        click: dict[str, Any] = {"action": "double_click" if kind == "double_tap" else "left_click"}
+        if point:
+            click["x"], click["y"] = point
         if element["target"]:
             click["target"] = element["target"]
         return [click]
@@ -161,15 +163,50 @@ def _wheel(kind: str, direction: Any, element: dict | None) -> list[dict]:
     """A scroll (content moves the way named) or a swipe (the finger moves the way named)."""
     if direction not in ("up", "down", "left", "right"):
         return []
-    x, y = element["point"] if element is not None else (500, 500)
+    at = element["point"] if element is not None else None
+    x, y = at or (500, 500)
     if kind == "swipe":
         dx, dy = {"up": (0, -300), "down": (0, 300), "left": (-300, 0), "right": (300, 0)}[direction]
         return [{"action": "swipe", "x": x, "y": y, "x2": _clip(x + dx), "y2": _clip(y + dy)}]
     sign = 1 if direction in ("up", "right") else -1
     wheel = {"action": "scroll" if direction in ("up", "down") else "hscroll", "pixels": sign * SCROLL_PIXELS}
-    if element is not None:
+    if at is not None:
         wheel["x"], wheel["y"] = x, y
     return [wheel]
+
+
+_LISTED = re.compile(r"^[A-Z]{1,2}\. (.*)$", re.M)
+_QUOTED = re.compile(r'"(.*?)"')
+_ROLES = (("text box", "textbox"), ("button", "button"), ("checkbox", "checkbox"), ("switch", "switch"), ("image", "image"), ("icon", "image"))
+
+
+def listed_elements(prompt: Any, elements: list) -> list:
+    """The elements as the model saw them: the turn's prompt lists "some UI elements" as A., B., ...,
+    and the model's index counts that list, not the harness's element list (which also holds elements the
+    prompt leaves out). Each listed line is matched, in order, to the next element whose text, description
+    or resource name it quotes, for that element's box; a line no element matches keeps its name only.
+    Without a lettered listing in the prompt, the harness's list is taken as it is."""
+    if not isinstance(prompt, str):
+        return elements
+    at = prompt.rfind("Here is a list of descriptions for some UI elements")
+    if at < 0:
+        return elements
+    listing = prompt[at:].split("\n\n", 1)[0]
+    out, j = [], 0
+    for m in _LISTED.finditer(listing):
+        line = m[1]
+        quoted = _QUOTED.findall(line)
+        name = quoted[0] if quoted else line.strip()
+        role = next((r for word, r in _ROLES if word in line.rsplit('"', 1)[-1] or word in line), "generic")
+        found = None
+        for k in range(j, len(elements)):
+            el = elements[k] if isinstance(elements[k], dict) else {}
+            labels = {el.get(f) for f in ("text", "content_description", "resource_name", "hint_text")} - {None, ""}
+            if labels & set(quoted):
+                found, j = el, k + 1
+                break
+        out.append({"listed": name, "role": role, "box": (found or {}).get("bbox_pixels")})
+    return out or elements  # T3A's own listing, "UI element <i>: UIElement(...)", counts the harness's list
 
 
 def _element(elements: list, index: Any) -> dict | None:
@@ -179,14 +216,18 @@ def _element(elements: list, index: Any) -> dict | None:
     el = elements[index]
     if not isinstance(el, dict):
         return None
-    box = el.get("bbox_pixels")
-    if not isinstance(box, dict) or not all(isinstance(box.get(k), int | float) for k in ("x_min", "x_max", "y_min", "y_max")):
-        return None
-    point = (_grid((box["x_min"] + box["x_max"]) / 2, SCREEN[0]), _grid((box["y_min"] + box["y_max"]) / 2, SCREEN[1]))
-    name = next((el[k].strip() for k in ("text", "content_description", "hint_text") if isinstance(el.get(k), str) and el[k].strip()), None)
-    cls = str(el.get("class_name") or "").rsplit(".", 1)[-1]
-    role = _CLASS_ROLES.get(cls, "generic")
+    if "listed" in el:  # as the prompt listed it
+        box, name, role = el["box"], el["listed"], el["role"]
+    else:
+        box = el.get("bbox_pixels")
+        name = next((el[k].strip() for k in ("text", "content_description", "hint_text") if isinstance(el.get(k), str) and el[k].strip()), None)
+        role = _CLASS_ROLES.get(str(el.get("class_name") or "").rsplit(".", 1)[-1], "generic")
+    point = None
+    if isinstance(box, dict) and all(_is_number(box.get(k)) for k in ("x_min", "x_max", "y_min", "y_max")):
+        point = (_grid((box["x_min"] + box["x_max"]) / 2, SCREEN[0]), _grid((box["y_min"] + box["y_max"]) / 2, SCREEN[1]))
     target = {"role": role, "name": name} if name else None
+    if point is None and target is None:
+        return None
     return {"target": target, "point": point}
 
 
