@@ -29,7 +29,11 @@ SCREEN = (1080, 2400)
 SCROLL_PIXELS = 300
 _ACTION = re.compile(r"Action:\s*(\{.*\})", re.S)
 # The harness's own summaries of a turn it could not run (AndroidWorld's T3A writes these instead of the model's).
-_REJECTED = ("Can not parse the output", "The parameter index is out of range", "Some error happened executing the action")
+_REJECTED = (
+    "Can not parse the output",
+    "The parameter index is out of range",
+    "Some error happened executing the action",
+)
 _CLASS_ROLES = {
     "Button": "button", "ImageButton": "button", "EditText": "textbox", "CheckBox": "checkbox",
     "Switch": "switch", "RadioButton": "radio", "TextView": "text", "ImageView": "image",
@@ -39,7 +43,9 @@ _CLASS_ROLES = {
 def build_android_world_agents_set(git_dir: str | Path, out: str | Path, commit: str = "HEAD") -> int:
     """data.jsonl from a snapshot of the repository (every run JSON under results/); returns the runs written."""
     git = ["git", f"--git-dir={git_dir}"]
-    sha = subprocess.run([*git, "rev-parse", commit], capture_output=True, text=True, check=True).stdout.strip()
+    sha = subprocess.run(
+        [*git, "rev-parse", commit], capture_output=True, text=True, check=True
+    ).stdout.strip()
     names = subprocess.run(
         [*git, "ls-tree", "-r", "--name-only", sha, "results/"], capture_output=True, text=True, check=True
     ).stdout.splitlines()
@@ -82,7 +88,12 @@ def trajectory(task_id: str, run: Any) -> dict | None:
         summary = data.get("summary")
         elements = listed_elements(data.get("action_prompt"), data.get("before_element_list") or [])
         raw = f"{said}\nSummary: {summary}" if isinstance(summary, str) and summary.strip() else said
-        step = {"actions": actions_of(said, elements), "raw_output": raw, "screen_width": SCREEN[0], "screen_height": SCREEN[1]}
+        step = {
+            "actions": actions_of(said, elements),
+            "raw_output": raw,
+            "screen_width": SCREEN[0],
+            "screen_height": SCREEN[1],
+        }
         if isinstance(summary, str) and summary.strip().startswith(_REJECTED):
             step["error"] = summary.strip()
         steps.append(step)
@@ -103,7 +114,9 @@ def action_json(said: str) -> dict | None:
     if not m:
         return None
     text = m[1]
-    for end in range(len(text), 0, -1):  # trailing words after the object: shrink to the last brace that parses
+    for end in range(
+        len(text), 0, -1
+    ):  # trailing words after the object: shrink to the last brace that parses
         if text[end - 1] != "}":
             continue
         try:
@@ -153,7 +166,12 @@ def actions_of(said: str, elements: list) -> list[dict]:
     if kind == "wait":
         return [{"action": "wait"}]
     if kind == "status":
-        return [{"action": "terminate", "status": "success" if act.get("goal_status") == "complete" else "failure"}]
+        return [
+            {
+                "action": "terminate",
+                "status": "success" if act.get("goal_status") == "complete" else "failure",
+            }
+        ]
     if kind == "answer" and isinstance(act.get("text"), str):
         return [{"action": "terminate", "status": "success", "answer": act["text"]}]
     return []
@@ -177,7 +195,14 @@ def _wheel(kind: str, direction: Any, element: dict | None) -> list[dict]:
 
 _LISTED = re.compile(r"^[A-Z]{1,2}\. (.*)$", re.M)
 _QUOTED = re.compile(r'"(.*?)"')
-_ROLES = (("text box", "textbox"), ("button", "button"), ("checkbox", "checkbox"), ("switch", "switch"), ("image", "image"), ("icon", "image"))
+_ROLES = (
+    ("text box", "textbox"),
+    ("button", "button"),
+    ("checkbox", "checkbox"),
+    ("switch", "switch"),
+    ("image", "image"),
+    ("icon", "image"),
+)
 
 
 def listed_elements(prompt: Any, elements: list) -> list:
@@ -201,7 +226,10 @@ def listed_elements(prompt: Any, elements: list) -> list:
         found = None
         for k in range(j, len(elements)):
             el = elements[k] if isinstance(elements[k], dict) else {}
-            labels = {el.get(f) for f in ("text", "content_description", "resource_name", "hint_text")} - {None, ""}
+            labels = {el.get(f) for f in ("text", "content_description", "resource_name", "hint_text")} - {
+                None,
+                "",
+            }
             if labels & set(quoted):
                 found, j = el, k + 1
                 break
@@ -220,11 +248,21 @@ def _element(elements: list, index: Any) -> dict | None:
         box, name, role = el["box"], el["listed"], el["role"]
     else:
         box = el.get("bbox_pixels")
-        name = next((el[k].strip() for k in ("text", "content_description", "hint_text") if isinstance(el.get(k), str) and el[k].strip()), None)
+        name = next(
+            (
+                el[k].strip()
+                for k in ("text", "content_description", "hint_text")
+                if isinstance(el.get(k), str) and el[k].strip()
+            ),
+            None,
+        )
         role = _CLASS_ROLES.get(str(el.get("class_name") or "").rsplit(".", 1)[-1], "generic")
     point = None
     if isinstance(box, dict) and all(_is_number(box.get(k)) for k in ("x_min", "x_max", "y_min", "y_max")):
-        point = (_grid((box["x_min"] + box["x_max"]) / 2, SCREEN[0]), _grid((box["y_min"] + box["y_max"]) / 2, SCREEN[1]))
+        point = (
+            _grid((box["x_min"] + box["x_max"]) / 2, SCREEN[0]),
+            _grid((box["y_min"] + box["y_max"]) / 2, SCREEN[1]),
+        )
     target = {"role": role, "name": name} if name else None
     if point is None and target is None:
         return None
