@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 REPO = "gyaanantia/android_world_agents"
-LICENSE = None  # the repository states no licence: only labels and this recipe are committed
+LICENSE = "none stated (no licence file; the README says it follows AndroidWorld's terms, Apache-2.0)"
 SCREEN = (1080, 2400)
 SCROLL_PIXELS = 300
 _ACTION = re.compile(r"Action:\s*(\{.*\})", re.S)
