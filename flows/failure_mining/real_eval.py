@@ -78,6 +78,12 @@ KNOWN_SETS = {
         EVAL_DATA / "osworld_verified_labels.jsonl",
         False,
     ),
+    "android_world_agents": (  # ANDROID_WORLD_AGENTS.md; T3A- and SeeAct-style agents on Android, labelled blind
+        "FLYWHEEL_MINING_EVAL_ANDROID_WORLD",
+        "android_world_agents",
+        EVAL_DATA / "android_world_agents_labels.jsonl",
+        False,
+    ),
 }
 HALVES = ("tune", "held_out")
 

@@ -634,3 +634,90 @@ def test_on_the_blind_osworld_set_the_miner_beats_the_baselines():
     side = result["kinds"]["side_effect"]
     assert side["recall"] >= 0.25 and side["precision"] >= 0.75, side
     assert side["recall"] > baselines["side_effect: manifest sensitive lists only"]["recall"]
+
+
+ANDROID_RUNS, ANDROID_STEPS, ANDROID_COUNTS = 41, 711, (22, 18)
+
+
+def _el(text, desc, cls, box, resource=None):
+    x0, y0, x1, y1 = box
+    return {"text": text, "content_description": desc, "class_name": f"android.widget.{cls}", "resource_name": resource,
+            "bbox_pixels": {"x_min": x0, "x_max": x1, "y_min": y0, "y_max": y1}}  # fmt: skip
+
+
+def _android_repo(tmp_path: Path) -> Path:
+    """A made-up snapshot in gyaanantia/android_world_agents' layout: results/**/<task>_<variant>_<model>*.json."""
+    hidden = _el(None, None, "FrameLayout", (0, 0, 1080, 2400))  # in the harness's list, left out of the prompt's
+    save = _el("SAVE", None, "Button", (800, 100, 1000, 200))
+    name = _el("Adam", None, "EditText", (0, 400, 1080, 500))
+    listing = (
+        "Here is a list of descriptions for some UI elements on the current screen:\n"
+        'A. "SAVE" button\nB. a "First name" text box with the text "Adam"\n\nNow output an action'
+    )
+
+    def step(said, summary, elements=(hidden, save, name), prompt=listing):
+        return {"agent_data": {"action_output": said, "summary": summary, "before_element_list": list(elements),
+                               "action_prompt": prompt}}  # fmt: skip
+
+    run = {
+        "goal": "Create a new contact for Adam.", "model_name": "gpt-x", "prompt_variant": "base",
+        "step_records": [
+            step('Reason: type the name.\nAction: {"action_type": "input_text", "text": "Adam", "index": 1}',
+                 'Action selected: {...}. Typed "Adam".'),
+            step('Reason: save it.\nAction: {"action_type": "click", "index": 0}', "Action selected: {...}. Saved."),
+            step('Reason: again.\nAction: {"action_type": "click", "index":  N}',
+                 "Can not parse the output to a valid action. Please make sure to pick the action from the list!"),
+            step('Reason: tap the corner.\nAction: {"action_type": "click", "x": 540, "y": 1200}', "Tapped."),
+            step('Reason: T3A listing.\nAction: {"action_type": "scroll", "direction": "down", "index": 1}', "Scrolled.",
+                 prompt="UI element 1: UIElement(text='SAVE', ...)"),  # its own listing counts the harness's list
+            step('Reason: done.\nAction: {"action_type": "status", "goal_status": "complete"}',
+                 "Agent thinks the request has been completed."),
+        ],
+    }  # fmt: skip
+    results = tmp_path / "snapshot" / "results" / "results_seeact"
+    results.mkdir(parents=True)
+    (results / "ContactsAddContact_base_gpt-x_1.json").write_text(json.dumps(run))
+    (results.parent / "demo.json").write_text(json.dumps({"goal": "a demo", "observations": []}))  # no steps: left out
+    (results.parent / "broken.json").write_text("{not json")
+    return _committed(tmp_path / "snapshot")
+
+
+def test_android_world_episodes_become_steps_the_importer_reads_with_named_targets_words_and_errors(tmp_path):
+    from flows.failure_mining.android_world_agents_set import build_android_world_agents_set
+    from flows.failure_mining.real_eval import load_set
+
+    out = tmp_path / "data.jsonl"
+    assert build_android_world_agents_set(_android_repo(tmp_path), out) == 1
+    (run,) = map(json.loads, out.read_text().splitlines())
+    assert run["task_id"] == "results/results_seeact/ContactsAddContact_base_gpt-x_1"
+    assert (run["policy"], run["model"], run["instruction"]) == ("seeact-base", "gpt-x", "Create a new contact for Adam.")
+    assert run["source"]["license"].startswith("none stated") and len(run["source"]["commit"]) == 40
+    assert [s["actions"] for s in run["steps"]] == [
+        # the index counts the prompt's A., B., ...: B is the field, placed at its own box's centre
+        [{"action": "type", "text": "Adam", "target": {"role": "textbox", "name": "First name"}}],
+        [{"action": "left_click", "x": 833, "y": 62, "target": {"role": "button", "name": "SAVE"}}],
+        [],  # the harness could not parse the turn
+        [{"action": "left_click", "x": 500, "y": 500}],  # given in pixels
+        [{"action": "scroll", "pixels": -300, "x": 833, "y": 62}],  # T3A's listing: index 1 of the harness's list
+        [{"action": "terminate", "status": "success"}],
+    ]
+    assert run["steps"][1]["raw_output"].endswith("\nSummary: Action selected: {...}. Saved.")
+    assert run["steps"][2]["error"].startswith("Can not parse the output") and "error" not in run["steps"][1]
+    frames = load_set(out)  # the real importer: nothing quarantined
+    assert frames["steps"].height == 6 and frames["steps"]["error"].drop_nulls().len() == 1
+
+
+def test_the_android_world_labels_cover_every_run_once_with_steps_in_order():
+    labels = [json.loads(line) for line in KNOWN_SETS["android_world_agents"][2].read_text().splitlines()]
+    runs = {rec["task_id"] for rec in labels}
+    assert len(runs) == ANDROID_RUNS
+    clean = [rec["task_id"] for rec in labels if rec["kind"] is None]
+    assert len(clean) == len(set(clean)) and not set(clean) & {rec["task_id"] for rec in labels if rec["kind"]}
+    kinds = [rec["kind"] for rec in labels]
+    assert (kinds.count("loop"), kinds.count("side_effect")) == ANDROID_COUNTS
+    assert all(0 <= rec["step"] <= rec["last_step"] for rec in labels if rec["kind"])
+    data = known_set_data("android_world_agents")
+    if data is not None:  # with the data here: every run labelled, every label inside its run
+        lengths = {r["task_id"]: len(r["steps"]) for r in map(json.loads, data.read_text().splitlines())}
+        assert set(lengths) == runs and sum(lengths.values()) == ANDROID_STEPS
+        assert all(rec["last_step"] < lengths[rec["task_id"]] for rec in labels if rec["kind"])
