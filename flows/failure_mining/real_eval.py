@@ -54,6 +54,12 @@ KNOWN_SETS = {
         EVAL_DATA / "operator_evals_run2_labels.jsonl",
         False,
     ),
+    "operator_evals_heldout": (  # the same source's runs 3-7 (runs=("3", ..., "7")), labelled blind, never read by a rule
+        "FLYWHEEL_MINING_EVAL_OPERATOR_HELDOUT",
+        "operator_evals_heldout",
+        EVAL_DATA / "operator_evals_heldout_labels.jsonl",
+        False,
+    ),
     "webarena_colorbrowser": (  # WEBARENA_COLORBROWSER.md; another agent and harness, labelled blind, never tuned on
         "FLYWHEEL_MINING_EVAL_WEBARENA",
         "webarena_colorbrowser",
@@ -70,6 +76,12 @@ KNOWN_SETS = {
         "FLYWHEEL_MINING_EVAL_OSWORLD",
         "osworld_verified",
         EVAL_DATA / "osworld_verified_labels.jsonl",
+        False,
+    ),
+    "android_world_agents": (  # ANDROID_WORLD_AGENTS.md; T3A- and SeeAct-style agents on Android, labelled blind
+        "FLYWHEEL_MINING_EVAL_ANDROID_WORLD",
+        "android_world_agents",
+        EVAL_DATA / "android_world_agents_labels.jsonl",
         False,
     ),
 }

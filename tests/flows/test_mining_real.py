@@ -354,6 +354,55 @@ def test_on_run_2_the_miner_beats_the_baseline():
     assert loop["f1"] >= 0.8  # in-sample since mining-5
 
 
+# The held-out sample (OPERATOR_EVALS.md "Runs 3-7"): every run 3..7 of every task and agent that made a model call,
+# labelled blind; (runs, steps) of the builder's data.jsonl and (loop, side-effect) label counts.
+HELDOUT_RUNS, HELDOUT_STEPS, HELDOUT_COUNTS = 432, 5319, (144, 22)
+HELDOUT_BY_AGENT = {  # agent: (runs, loop labels, side-effect labels)
+    "BrowserUse": (141, 30, 8),
+    "Convergence": (145, 102, 8),
+    "Notte": (146, 12, 6),
+}
+
+
+def test_the_held_out_operator_labels_cover_runs_3_to_7_once_with_steps_in_order():
+    labels = [json.loads(line) for line in KNOWN_SETS["operator_evals_heldout"][2].read_text().splitlines()]
+    runs = {rec["task_id"] for rec in labels}
+    assert len(runs) == HELDOUT_RUNS
+    assert {tid.rsplit("/", 1)[1] for tid in runs} == {"3", "4", "5", "6", "7"}  # never runs 0-2 (read by rule authors)
+    kinds = [rec["kind"] for rec in labels]
+    assert (kinds.count("loop"), kinds.count("side_effect")) == HELDOUT_COUNTS
+    for agent, counts in HELDOUT_BY_AGENT.items():
+        mine = [rec for rec in labels if rec["task_id"].startswith(agent + "/")]
+        got = [rec["kind"] for rec in mine]
+        assert (len({rec["task_id"] for rec in mine}), got.count("loop"), got.count("side_effect")) == counts
+    by_run: dict[str, list[dict]] = {}
+    for rec in labels:
+        by_run.setdefault(rec["task_id"], []).append(rec)
+    for tid, recs in by_run.items():
+        if any(rec["kind"] is None for rec in recs):
+            assert len(recs) == 1, tid  # a clean run has one line, and no labels
+            continue
+        spans = [(rec["step"], rec["last_step"]) for rec in recs]
+        assert all(0 <= first <= last for first, last in spans), tid
+        assert spans == sorted(spans), tid  # in step order
+        loops = [(rec["step"], rec["last_step"]) for rec in recs if rec["kind"] == "loop"]
+        assert all(a[1] < b[0] for a, b in zip(loops, loops[1:])), tid  # loop spans of a run never overlap
+
+
+@pytest.mark.skipif(
+    known_set_data("operator_evals_heldout") is None,
+    reason="runs 3-7 of the fresh set are not here (see tests/data/mining_eval/OPERATOR_EVALS.md)",
+)
+def test_the_held_out_labels_name_every_run_of_the_built_sample_and_only_its_steps():
+    """Reads data.jsonl as text only (no importer, no detector: the set stays blind until the lead measures it)."""
+    records = [json.loads(line) for line in known_set_data("operator_evals_heldout").read_text().splitlines()]
+    length = {rec["task_id"]: len(rec["steps"]) for rec in records}
+    assert (len(length), sum(length.values())) == (HELDOUT_RUNS, HELDOUT_STEPS)
+    labels = [json.loads(line) for line in KNOWN_SETS["operator_evals_heldout"][2].read_text().splitlines()]
+    assert {rec["task_id"] for rec in labels} == set(length)
+    assert all(rec["last_step"] < length[rec["task_id"]] for rec in labels if rec["kind"])
+
+
 # ---- the third set: ColorBrowserAgent's WebArena runs (tests/data/mining_eval/WEBARENA_COLORBROWSER.md) ----
 
 
@@ -587,3 +636,90 @@ def test_on_the_blind_osworld_set_the_miner_beats_the_baselines():
     side = result["kinds"]["side_effect"]
     assert side["recall"] >= 0.49 and side["precision"] >= 0.75, side
     assert side["recall"] > baselines["side_effect: manifest sensitive lists only"]["recall"]
+
+
+ANDROID_RUNS, ANDROID_STEPS, ANDROID_COUNTS = 41, 711, (22, 18)
+
+
+def _el(text, desc, cls, box, resource=None):
+    x0, y0, x1, y1 = box
+    return {"text": text, "content_description": desc, "class_name": f"android.widget.{cls}", "resource_name": resource,
+            "bbox_pixels": {"x_min": x0, "x_max": x1, "y_min": y0, "y_max": y1}}  # fmt: skip
+
+
+def _android_repo(tmp_path: Path) -> Path:
+    """A made-up snapshot in gyaanantia/android_world_agents' layout: results/**/<task>_<variant>_<model>*.json."""
+    hidden = _el(None, None, "FrameLayout", (0, 0, 1080, 2400))  # in the harness's list, left out of the prompt's
+    save = _el("SAVE", None, "Button", (800, 100, 1000, 200))
+    name = _el("Adam", None, "EditText", (0, 400, 1080, 500))
+    listing = (
+        "Here is a list of descriptions for some UI elements on the current screen:\n"
+        'A. "SAVE" button\nB. a "First name" text box with the text "Adam"\n\nNow output an action'
+    )
+
+    def step(said, summary, elements=(hidden, save, name), prompt=listing):
+        return {"agent_data": {"action_output": said, "summary": summary, "before_element_list": list(elements),
+                               "action_prompt": prompt}}  # fmt: skip
+
+    run = {
+        "goal": "Create a new contact for Adam.", "model_name": "gpt-x", "prompt_variant": "base",
+        "step_records": [
+            step('Reason: type the name.\nAction: {"action_type": "input_text", "text": "Adam", "index": 1}',
+                 'Action selected: {...}. Typed "Adam".'),
+            step('Reason: save it.\nAction: {"action_type": "click", "index": 0}', "Action selected: {...}. Saved."),
+            step('Reason: again.\nAction: {"action_type": "click", "index":  N}',
+                 "Can not parse the output to a valid action. Please make sure to pick the action from the list!"),
+            step('Reason: tap the corner.\nAction: {"action_type": "click", "x": 540, "y": 1200}', "Tapped."),
+            step('Reason: T3A listing.\nAction: {"action_type": "scroll", "direction": "down", "index": 1}', "Scrolled.",
+                 prompt="UI element 1: UIElement(text='SAVE', ...)"),  # its own listing counts the harness's list
+            step('Reason: done.\nAction: {"action_type": "status", "goal_status": "complete"}',
+                 "Agent thinks the request has been completed."),
+        ],
+    }  # fmt: skip
+    results = tmp_path / "snapshot" / "results" / "results_seeact"
+    results.mkdir(parents=True)
+    (results / "ContactsAddContact_base_gpt-x_1.json").write_text(json.dumps(run))
+    (results.parent / "demo.json").write_text(json.dumps({"goal": "a demo", "observations": []}))  # no steps: left out
+    (results.parent / "broken.json").write_text("{not json")
+    return _committed(tmp_path / "snapshot")
+
+
+def test_android_world_episodes_become_steps_the_importer_reads_with_named_targets_words_and_errors(tmp_path):
+    from flows.failure_mining.android_world_agents_set import build_android_world_agents_set
+    from flows.failure_mining.real_eval import load_set
+
+    out = tmp_path / "data.jsonl"
+    assert build_android_world_agents_set(_android_repo(tmp_path), out) == 1
+    (run,) = map(json.loads, out.read_text().splitlines())
+    assert run["task_id"] == "results/results_seeact/ContactsAddContact_base_gpt-x_1"
+    assert (run["policy"], run["model"], run["instruction"]) == ("seeact-base", "gpt-x", "Create a new contact for Adam.")
+    assert run["source"]["license"].startswith("none stated") and len(run["source"]["commit"]) == 40
+    assert [s["actions"] for s in run["steps"]] == [
+        # the index counts the prompt's A., B., ...: B is the field, placed at its own box's centre
+        [{"action": "type", "text": "Adam", "target": {"role": "textbox", "name": "First name"}}],
+        [{"action": "left_click", "x": 833, "y": 62, "target": {"role": "button", "name": "SAVE"}}],
+        [],  # the harness could not parse the turn
+        [{"action": "left_click", "x": 500, "y": 500}],  # given in pixels
+        [{"action": "scroll", "pixels": -300, "x": 833, "y": 62}],  # T3A's listing: index 1 of the harness's list
+        [{"action": "terminate", "status": "success"}],
+    ]
+    assert run["steps"][1]["raw_output"].endswith("\nSummary: Action selected: {...}. Saved.")
+    assert run["steps"][2]["error"].startswith("Can not parse the output") and "error" not in run["steps"][1]
+    frames = load_set(out)  # the real importer: nothing quarantined
+    assert frames["steps"].height == 6 and frames["steps"]["error"].drop_nulls().len() == 1
+
+
+def test_the_android_world_labels_cover_every_run_once_with_steps_in_order():
+    labels = [json.loads(line) for line in KNOWN_SETS["android_world_agents"][2].read_text().splitlines()]
+    runs = {rec["task_id"] for rec in labels}
+    assert len(runs) == ANDROID_RUNS
+    clean = [rec["task_id"] for rec in labels if rec["kind"] is None]
+    assert len(clean) == len(set(clean)) and not set(clean) & {rec["task_id"] for rec in labels if rec["kind"]}
+    kinds = [rec["kind"] for rec in labels]
+    assert (kinds.count("loop"), kinds.count("side_effect")) == ANDROID_COUNTS
+    assert all(0 <= rec["step"] <= rec["last_step"] for rec in labels if rec["kind"])
+    data = known_set_data("android_world_agents")
+    if data is not None:  # with the data here: every run labelled, every label inside its run
+        lengths = {r["task_id"]: len(r["steps"]) for r in map(json.loads, data.read_text().splitlines())}
+        assert set(lengths) == runs and sum(lengths.values()) == ANDROID_STEPS
+        assert all(rec["last_step"] < lengths[rec["task_id"]] for rec in labels if rec["kind"])
