@@ -281,6 +281,19 @@ _LATER_STEP_OPENING = (
 # or a menu item ("File > Save As" opens a dialog) do not.
 _BUTTON_AFTER = r"""["'”’」』】»›]?\s?(?:的)?\s?(?:按钮|按鈕|ボタン|버튼|button\b|btn\b)"""
 _BUTTON_BEFORE = r"""(?:schaltfläche|knopf|bouton|botón|botão|pulsante|кнопк[уаи]?)\s?["'“‘„«‹]?\s?"""
+# A drag the words say moves something into a folder ("将文件拖拽至“Miscellaneous”文件夹", "drag the photo into
+# the presenter folder", "「写真」フォルダにドラッグ"): a file moved, which is a change (a drag inside a document,
+# a slider's or a selection's, names no folder). Verb and folder in either order, in one sentence.
+_DRAG_VERB = (
+    r"(?:拖|移动|移到|移至|移入|放入|放到|drag|move|drop|zieh|verschieb|gliss|déplac|arrastr|mov|trascin|spost|"
+    r"перетащ|перемест|ドラッグ|移動|드래그|이동)"
+)
+_FOLDER_NOUN = (
+    r"(?:文件夹|目录|資料夾|目錄|folder|directory|ordner|verzeichnis|dossier|répertoire|carpeta|directorio|pasta|"
+    r"cartella|папк|フォルダ|폴더)"
+)
+_SAID_MOVED_INTO_FOLDER = rf"(?i){_DRAG_VERB}[^。！？!?\n]{{0,40}}?{_FOLDER_NOUN}|{_FOLDER_NOUN}[^。！？!?\n]{{0,30}}?{_DRAG_VERB}"
+DRAGS = ("left_click_drag",)
 _SAID_TARGET_ELSEWHERE = (
     _ZH_CLICK + _ZH_BETWEEN + _CJK_QUOTED,
     r"按\s?" + _CJK_QUOTED,  # 按 alone is also "according to" (按照) and part of "button" (按钮): quoted only
@@ -471,12 +484,15 @@ def _with_model_words(features: pl.DataFrame) -> pl.DataFrame:
     are not enough for that: on the ABP set three labelled loops are re-clicks whose thought the model
     repeated word for word ("Let me click the X button on the cookie banner more precisely" twice)."""
     click = pl.col("targetless") & pl.col("action_name").is_in(CLICKS)
-    read = (click | recurs()).fill_null(False) & pl.col("raw_output").is_not_null()
+    drag = pl.col("action_name").is_in(DRAGS)
+    read = (click | drag | recurs()).fill_null(False) & pl.col("raw_output").is_not_null()
     after = (pl.col("same_prev") & read.shift(1)).fill_null(False) & pl.col("raw_output").is_not_null()
-    wanted = features.select(click=(click & read).fill_null(False), rows=read | after)
+    wanted = features.select(
+        click=(click & read).fill_null(False), drag=(drag & read).fill_null(False), rows=read | after
+    )
     rows = wanted["rows"].arg_true()
     picked = features.select("raw_output").gather(rows).with_columns(
-        h=pl.col("raw_output").hash(), click=wanted["click"].gather(rows)
+        h=pl.col("raw_output").hash(), click=wanted["click"].gather(rows), drag=wanted["drag"].gather(rows)
     )
     texts = picked.select("h", "raw_output").unique("h")
     picked = picked.drop("raw_output")
@@ -504,6 +520,7 @@ def _with_model_words(features: pl.DataFrame) -> pl.DataFrame:
         planned=raw.str.contains("\n", literal=True) & raw.str.contains(_SAID_TIMES),
         words=raw.str.replace(r"\n[^\n]*\z", "").hash(),
         named=named,
+        moved=raw.str.contains(_SAID_MOVED_INTO_FOLDER),
     ).with_columns(
         kind=control_kind(pl.col("named")),
         generic=generic_name(pl.col("named")),
@@ -519,8 +536,10 @@ def _with_model_words(features: pl.DataFrame) -> pl.DataFrame:
     ).drop("raw_output")
     said = picked.join(said, on="h", how="left", maintain_order="left").with_columns(
         named=pl.when(pl.col("click")).then("named"),
-        kind=pl.when(pl.col("click")).then("kind"),
+        kind=pl.when(pl.col("click")).then("kind").when(pl.col("drag") & pl.col("moved")).then(pl.lit("change")),
         generic=pl.when(pl.col("click")).then("generic"),
+        # a Save / Create button, or a file dragged into a folder: a change the words alone show
+        commits=(pl.col("click") & pl.col("button")) | (pl.col("drag") & pl.col("moved")),
     )
     n = features.height
 
@@ -536,7 +555,8 @@ def _with_model_words(features: pl.DataFrame) -> pl.DataFrame:
         said_failed=failed,
         said_worked=(worked & ~failed) | new,
     )
-    if said["named"].null_count() == said.height:  # the words name no control: the targets' kinds stand
+    if said["named"].null_count() == said.height and said["kind"].null_count() == said.height:
+        # the words name no control and no move: the targets' kinds stand
         # (a target's kind and genericness are null / false where it has no name, as for no words)
         return out.rename({"_target_kind": "_named_kind", "_target_generic": "_named_generic"})
     return out.with_columns(
@@ -544,9 +564,9 @@ def _with_model_words(features: pl.DataFrame) -> pl.DataFrame:
         .then(pl.col("_target_kind"))
         # the model's plan names what it saves or creates in the same words ("save the location", "create
         # the report") as often as the control: from its words alone, those (side_effects "change") do not count
-        # ... unless they call it a button
+        # ... unless they call it a button (or the turn drags a file into a folder)
         .otherwise(
-            pl.when(spread("button").fill_null(False)).then(spread("kind", pl.String, None))
+            pl.when(spread("commits").fill_null(False)).then(spread("kind", pl.String, None))
             .otherwise(spread("kind", pl.String, None).replace("change", None))
         ),
         _named_generic=pl.when(pl.col("target_name").is_not_null())

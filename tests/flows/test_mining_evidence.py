@@ -753,3 +753,25 @@ def test_a_save_or_create_the_words_call_a_button_is_a_side_effect_and_a_later_s
         )
     )
     assert _side_effects(steps) == {(lang, 0): "change" for lang in ("zh", "en", "fr", "ja")}
+
+
+def test_a_file_dragged_into_a_folder_and_a_rename_or_install_button_are_changes_from_the_words():
+    """A drag the words say moves something into a folder is a file moved, in any of the languages; a drag
+    inside a document (a slider, a selection) names no folder and is none. Rename, Install and Restore
+    buttons change what is there, like Save."""
+    drag = {"action": "left_click_drag", "x": 400, "y": 100, "x2": 420, "y2": 700}
+    said = {
+        "zh-drag": (drag, "需将该文件拖拽至“Miscellaneous”文件夹完成分类。"),
+        "en-drag": (drag, "Drag the photo into the presenter folder."),
+        "ja-drag": (drag, "写真を「presenter」フォルダにドラッグします。"),
+        "slider": (drag, "Drag the brightness slider to the left."),
+        "rename": (click_at(700, 800), "点击绿色的“Rename”按钮完成重命名。"),
+        "install": (click_at(700, 800), 'Now click the "Install" button.'),
+    }
+    steps = frame(
+        *(
+            (k, [dict(step(a, "s0", **BLIND), raw_output=f"{w}\nact"), step(DONE, "s1", **BLIND)])
+            for k, (a, w) in said.items()
+        )
+    )
+    assert _side_effects(steps) == {(k, 0): "change" for k in said if k != "slider"}

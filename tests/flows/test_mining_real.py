@@ -623,7 +623,8 @@ def test_on_the_blind_osworld_set_the_miner_beats_the_baselines():
     0.718, side effects P 0.766 R 0.252 - the coordinate clicks the Chinese words name add recall and cost
     precision (LABELLING.md "mining-7: the model's words in other languages"); the floors follow. Then (lead,
     in-sample): a Save / Create the words call a button counts, and a sentence opening with a later step
-    names no control of this click: side effects P 0.751 R 0.494."""
+    names no control of this click: side effects P 0.751 R 0.494; with files dragged into a folder and Rename /
+    Install / Restore buttons: P 0.760 R 0.632."""
     result = evaluate_set(known_set_data("osworld_verified"), KNOWN_SETS["osworld_verified"][2], split=False)
     labels = result["labels"]
     assert (result["trajectories"], result["steps"], labels["loop"], labels["side_effect"]) == (
@@ -634,7 +635,7 @@ def test_on_the_blind_osworld_set_the_miner_beats_the_baselines():
     loop, baselines = result["kinds"]["loop"], result["baselines"]
     assert loop["f1"] >= 0.71 and loop["f1"] > baselines["loop: same action 3x in a row"]["f1"] + 0.2, loop
     side = result["kinds"]["side_effect"]
-    assert side["recall"] >= 0.49 and side["precision"] >= 0.75, side
+    assert side["recall"] >= 0.62 and side["precision"] >= 0.75, side
     assert side["recall"] > baselines["side_effect: manifest sensitive lists only"]["recall"]
 
 
