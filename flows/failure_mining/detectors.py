@@ -767,7 +767,7 @@ def _pass_findings(f: pl.LazyFrame) -> pl.LazyFrame:
         _repeated_passes(f)
         .filter(
             (pl.col("stuck") >= need)
-            & ((pl.col("worked") <= bad) | (pl.col("worked") < MIN_INEFFECTIVE))
+            & ((pl.col("worked") <= bad) | (pl.col("worked") < MIN_INEFFECTIVE) | (bad >= MIN_INEFFECTIVE))
             & (~pl.col("stepping") | (bad >= MIN_INEFFECTIVE))
         )
         .with_columns(
