@@ -313,7 +313,12 @@ def _again_expr() -> pl.Expr:
 
     carries_on = (gap("px", "px2") + gap("py", "py2") < gap("px", "px") + gap("py", "py")).fill_null(False)
     near = within(NEAR) & ~carries_on
-    re_aimed = within(REAIM) & ~carries_on & pl.col("said_failed")
+    # re-aimed: further off, the model says this click or the one before did not work, and its words do
+    # not name another control for it than for the one before (the labels' "clicks the model says aim
+    # at the same control"; a filter's header, then one of its options, are two)
+    named = pl.col("target_name")
+    other = (named.is_not_null() & prev(named).is_not_null() & (named != prev(named))).fill_null(False)
+    re_aimed = within(REAIM) & ~carries_on & ~other & (pl.col("said_failed") | _reported())
     # the same aim (action and target) sent again after the harness rejected it or the model said it did
     # not work, in other words or values: a re-sent answer, a reworded query into the same box (mining-6);
     # typing into whatever has focus names no target, so only the harness's rejection joins those
