@@ -823,6 +823,91 @@ def _merged(found: pl.LazyFrame) -> pl.LazyFrame:
     )
 
 
+STUCK_WINDOW = 6  # steps within which each turn of a stuck stretch comes back (a pass of up to 6 turns)
+MIN_STUCK = 6  # steps in a stuck stretch: three passes of two turns
+MIN_ISSUES = 2  # a stuck stretch's steps per distinct turn, on average (each turn comes back)
+
+
+def _stuck_stretches(f: pl.LazyFrame) -> pl.LazyFrame:
+    """Stretches where the agent goes round a few turns in varying order - tick a tile, press Verify, get
+    a new challenge, tick another tile; View, Normal, View, Notes, a detour, View, Normal - and the model
+    (or the harness) says it fails pass after pass (mining-8): MIN_STUCK+ kept steps (as `_repeated_passes`
+    keeps them) each of whose turns comes back within STUCK_WINDOW steps (coordinate turns within NEAR),
+    at least MIN_ISSUES steps per distinct turn, most steps another turn than the one before (it goes round;
+    one control pressed again and again is exact_repeat's to judge), 3+ steps failed or reported failed
+    while their effect was not seen, fewer reported working than failing, and - unless 2+ steps failed - not
+    a page of its own for each pass (a walk through pages). The finding runs from the first turn issued a
+    second time to the end of the stretch. No pass need repeat exactly
+    (LABELLING.md: a pass may vary, a detour of up to two steps does not break it); one finding per
+    stretch (merged with the cycles found inside it)."""
+    t, h = pl.col("traj_no"), pl.col("act_h")
+    kept = (
+        (pl.col("act") != "[]") & ~pl.col("unmapped") & ~pl.col("action_name").is_in(SCROLLS).fill_null(False)
+    ).fill_null(False)
+    bad = ((pl.col("failed") | _reported()) & _unobserved()).fill_null(False)
+    enough = (
+        f.filter(bad & kept).group_by("traj_no").len().filter(pl.col("len") >= 3).select("traj_no")
+    )
+    new_turn = ~nxt(pl.col("same_turn")).fill_null(False)
+    turn = pl.when(pl.col("px").is_not_null() & ~pl.col("several")).then(
+        pl.col("action_name").cast(pl.String).hash()
+    )
+    base = (
+        f.select(*_PASS_INPUTS)
+        .join(enough, on="traj_no", how="semi", maintain_order="left")
+        .select(
+            "trajectory_id",
+            "traj_no",
+            "step_index",
+            "act",
+            "px",
+            "py",
+            "px2",
+            "py2",
+            act_h=turn.otherwise("act_h"),
+            _cell=pl.struct(turn.otherwise("act_h"), pl.col("px") // NEAR, pl.col("py") // NEAR).hash(),
+            _bad=bad,
+            _failed=pl.col("failed"),
+            _worked=(nxt(pl.col("said_worked")) & new_turn).fill_null(False),
+            _page=pl.when(pl.col("url").is_not_null()).then(pl.col("url").hash()),
+            _kept=kept,
+        )
+        .filter("_kept")
+        .with_row_index("row")
+    )
+    back = {k: (h == h.shift(k)) & (t == t.shift(k)) & _near(k) for k in range(1, STUCK_WINDOW + 1)}
+    comes_back = pl.any_horizontal([e for k, b in back.items() for e in (b, b.shift(-k))]).fill_null(False)
+    again = pl.any_horizontal(list(back.values())).fill_null(False)  # the turn was issued before: a 2nd+ pass
+    found = runs(
+        base.with_columns(_back=comes_back, _again=pl.when(again).then("step_index")),
+        pl.col("_back"),
+        second=pl.col("_again").min(),
+        pages=pl.col("_page").n_unique(),
+        paged=pl.col("_page").is_not_null().all(),
+        turns=pl.col("_cell").n_unique(),
+        # steps whose turn is not the one just before: a cycle goes round, a repeated turn stays put
+        # (a vote pressed post after post is exact_repeat's to judge)
+        rounds=(pl.col("_cell") != pl.col("_cell").shift(1)).sum(),
+        bad=pl.col("_bad").sum(),
+        failures=pl.col("_failed").sum(),
+        worked=pl.col("_worked").sum(),
+        action=pl.col("act").first(),
+    )
+    return found.filter(
+        (pl.col("n") >= MIN_STUCK)
+        & (pl.col("turns") * MIN_ISSUES <= pl.col("n"))
+        & (pl.col("rounds") * 2 >= pl.col("n"))
+        & (pl.col("bad") >= 3)
+        & (pl.col("worked") < pl.col("bad"))
+        # as many pages as passes, every page known: each pass on a page of its own walks through pages
+        # (the same turns on different pages are no loop) - unless 2+ steps failed
+        & (~pl.col("paged") | (pl.col("pages") * pl.col("turns") < pl.col("n")) | (pl.col("failures") >= MIN_INEFFECTIVE))
+    ).with_columns(
+        first_step=pl.col("second"),  # from the second pass on, as the labels count a loop's repeats
+        level=pl.when(pl.col("failures") >= MIN_INEFFECTIVE).then(pl.lit("errors")).otherwise(pl.lit("reasoning")),
+    )
+
+
 @check
 def detect_short_cycles(f: pl.LazyFrame) -> pl.LazyFrame:
     """A-B-A-B on the same screens: the agent goes round in a circle without getting anywhere; without
@@ -842,6 +927,16 @@ def detect_short_cycles(f: pl.LazyFrame) -> pl.LazyFrame:
             confidence=0.9,
         ),
         _pass_findings(f),
+        _findings(
+            _stuck_stretches(f),
+            "loop",
+            "short_cycle",
+            pl.col("first_step"),
+            pl.col("last_step"),
+            {"steps": pl.col("n"), "turns": pl.col("turns"), "ineffective": pl.col("bad"), "action": pl.col("action")},
+            level=pl.col("level"),
+            confidence=0.9,
+        ),
     ]
     for p in PERIODS:
         found = runs(cands, pl.col("cyc") & (pl.col("period") == p), level=pl.col("ev_rank").max())

@@ -828,3 +828,28 @@ def test_a_re_aimed_click_the_next_words_report_failing_joins_unless_the_words_n
              _said(DONE, "The filter is still not applied.")]
     found = d.detect_exact_repeats(frame(("icon", icon), ("other", other)))
     assert reasons(found) == [("icon", "loop", "exact_repeat", 1, 2)]
+
+
+def test_going_round_a_few_turns_in_varying_order_while_each_is_reported_failing_is_one_loop():
+    """A CAPTCHA's tiles and Skip in varying order (no one turn three times within a few steps, no pass
+    repeated exactly), every step reported failing: one stuck stretch. Reported working, or a vote pressed
+    post after post (one turn again and again), or every turn once, it is none; so is each pass on a page of
+    its own (a walk through pages)."""
+    still = "The CAPTCHA is still present, the previous click was not successful."
+    tile1, tile0, skip = click("bid:1", "element"), click("bid:0", "element"), click("Skip")
+    order = [tile1, tile0, tile1, skip, tile0, skip]
+
+    def run(actions: list[dict], words: str) -> list[dict]:
+        rows = [dict(_on(click("I'm not a robot"), None), raw_output="Let me solve the CAPTCHA.\nClick")]
+        rows += [dict(_on(a, None), raw_output=f"{words}\nClick") for a in actions]
+        return [*rows, dict(_on(DONE, None), raw_output=f"{words}\nDONE")]
+
+    found = d.detect_short_cycles(frame(
+        ("stuck", run(order, still)),
+        ("solving", run(order, "Success - the tile is selected.")),
+        ("votes", run([click("Upvote")] * 6, still)),
+        ("varied", run([click(n) for n in "ABCDEF"], still)),
+        ("walking", [dict(r, url=f"http://h/p{i // 3}") for i, r in enumerate(run(order, still))]),
+    ))
+    assert reasons(found) == [("stuck", "loop", "short_cycle", 3, 6)]  # from the first turn issued again
+    assert found["evidence_level"][0] == "reasoning"
