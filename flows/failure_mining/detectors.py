@@ -84,6 +84,7 @@ from collections.abc import Callable
 import polars as pl
 
 from flows.failure_mining.features import (
+    AIMED,
     CLICKS,
     ENGINE,
     EVIDENCE_LEVELS,
@@ -147,6 +148,7 @@ _STEPPING = (
     r"forward|back|increase|decrease|\+|-|›|»|‹|«|>|<|weiter|zurück|suivant|précédent|siguiente|"
     rf"anterior)(?:{_GLYPH}|\W)*$|^(?:{_GLYPH}\s*)+$"
 )
+WAITS = ("wait",)
 NO_PROGRESS_STEPS = 3
 MAX_DETOURS = 1  # turns that recur nowhere near, allowed between two passes of a cycle (a varying tile)
 PERIODS = (2, 3, 4)
@@ -290,15 +292,33 @@ def _again_expr() -> pl.Expr:
     single = ~pl.col("several")
     near_click = (
         pl.col("same_prev")
-        & pl.col("action_name").is_in(CLICKS)
+        & pl.col("action_name").is_in(AIMED)
         & (prev(pl.col("action_name")) == pl.col("action_name"))
         & pl.col("targetless")
         & prev(pl.col("targetless"))
         & single
     )
-    dx, dy = (pl.col("px") - prev(pl.col("px"))).abs(), (pl.col("py") - prev(pl.col("py"))).abs()
-    near = (dx <= NEAR) & (dy <= NEAR)
-    re_aimed = (dx <= REAIM) & (dy <= REAIM) & pl.col("said_failed")
+
+    def within(limit: int) -> pl.Expr:  # both points of the previous turn (a drag's start and end), if any
+        def close(c: str) -> pl.Expr:
+            return (pl.col(c) - prev(pl.col(c))).abs() <= limit
+
+        ends = pl.when(pl.col("px2").is_null() & prev(pl.col("px2")).is_null()).then(True)
+        return close("px") & close("py") & ends.otherwise(close("px2") & close("py2"))
+
+    # a drag that starts nearer where the previous one ended than where it started carries it on (a
+    # slider nudged further), it does not try it again
+    def gap(c: str, d: str) -> pl.Expr:
+        return (pl.col(c) - prev(pl.col(d))).abs()
+
+    carries_on = (gap("px", "px2") + gap("py", "py2") < gap("px", "px") + gap("py", "py")).fill_null(False)
+    near = within(NEAR) & ~carries_on
+    # re-aimed: further off, the model says this click or the one before did not work, and its words do
+    # not name another control for it than for the one before (the labels' "clicks the model says aim
+    # at the same control"; a filter's header, then one of its options, are two)
+    named = pl.col("target_name")
+    other = (named.is_not_null() & prev(named).is_not_null() & (named != prev(named))).fill_null(False)
+    re_aimed = within(REAIM) & ~carries_on & ~other & (pl.col("said_failed") | _reported())
     # the same aim (action and target) sent again after the harness rejected it or the model said it did
     # not work, in other words or values: a re-sent answer, a reworded query into the same box (mining-6);
     # typing into whatever has focus names no target, so only the harness's rejection joins those
@@ -345,6 +365,9 @@ def _repeat_runs(f: pl.LazyFrame) -> pl.LazyFrame:
     undecided = attempt & ~pl.col("failed") & unobserved & ~reported & ~pl.col("_worked")
     # the strongest evidence wins: a repeat that failed (errors) and that the next turn reports failed too
     level = pl.max_horizontal("ev_rank", pl.when(reported & unobserved).then(_rank_of("reasoning")))
+    # waiting changes nothing by the agent's doing: from actions alone a run of waits is undecidable, like
+    # a scroll; the model's words (or errors, screens) decide whether what it waited for came (mining-8)
+    waiting = pl.col("action_name").first().is_in(WAITS).fill_null(False)
     return (  # row-level values first, on the (few) member rows; the aggregations are then plain ones
         f.with_columns(_run=(~again).cum_sum().set_sorted())  # (structural) sorted keys group 2x faster
         .filter(member)
@@ -369,13 +392,26 @@ def _repeat_runs(f: pl.LazyFrame) -> pl.LazyFrame:
             | pl.col("target_name").first().str.contains(_STEPPING).fill_null(False)
             # a state-changing control pressed again goes down a list (Upvote post after post, Remove item
             # after item: each press acts on the next one, the importer names them alike)
-            | pl.col("sens").first().is_not_null(),
+            | pl.col("sens").first().is_not_null()
+            | waiting,
+            waiting=waiting,
             ineffective=pl.col("_ineffective").sum(),
             undecided=pl.col("_undecided").sum(),
             level=pl.col("_level").max(),
+            # the words after the run: waits carry none of their own ("WAIT"), so what the model says
+            # once it stops waiting judges every wait of the run
+            told=pl.col("_reported").last() & _unobserved().last(),
             action=pl.col("act").first(),
         )
         .filter(pl.col("n") >= MIN_REPEATS)
+        .with_columns(
+            ineffective=pl.when(pl.col("waiting") & pl.col("told"))
+            .then(pl.max_horizontal("ineffective", "n"))
+            .otherwise("ineffective"),
+            level=pl.when(pl.col("waiting") & pl.col("told"))
+            .then(pl.max_horizontal("level", _rank_of("reasoning")))
+            .otherwise("level"),
+        )
         .with_columns(action=pl.col("action").str.slice(0, _MAX_EVIDENCE_ACTION))
         .with_columns(confidence=_loop_confidence())
     )
@@ -575,6 +611,8 @@ _PASS_INPUTS = (
     "action_name",
     "px",
     "py",
+    "px2",
+    "py2",
     "several",
     "target_name",
     "said_failed",
@@ -584,6 +622,24 @@ _PASS_INPUTS = (
     "same_next",
     "changed",
 )
+
+
+def _near(k: int, ends: bool = True) -> pl.Expr:
+    """The row's coordinate action lands within NEAR grid points of the one k rows back (at both ends for a
+    drag, with `ends`); true for actions without coordinates (their JSON is compared instead)."""
+
+    def close(c: str) -> pl.Expr:
+        return (pl.col(c) - pl.col(c).shift(k)).abs() <= NEAR
+
+    start = close("px") & close("py")
+    if ends:
+        end = pl.when(pl.col("px2").is_null() & pl.col("px2").shift(k).is_null()).then(True).otherwise(
+            close("px2") & close("py2")
+        )
+        start = start & end.fill_null(False)
+    return pl.when(pl.col("px").is_null() & pl.col("px").shift(k).is_null()).then(True).otherwise(
+        start.fill_null(False)
+    )
 
 
 def _repeated_passes(f: pl.LazyFrame) -> pl.LazyFrame:
@@ -611,17 +667,16 @@ def _repeated_passes(f: pl.LazyFrame) -> pl.LazyFrame:
     kept = (
         (pl.col("act") != "[]") & ~pl.col("unmapped") & ~pl.col("action_name").is_in(SCROLLS).fill_null(False)
     ).fill_null(False)
-    # a coordinate click's place, to the NEAR grid cell: the same control clicked a few points off
-    cell = pl.struct("action_name", pl.col("px") // NEAR, pl.col("py") // NEAR).hash()
-    turn = pl.when(pl.col("px").is_not_null() & ~pl.col("several")).then(cell).otherwise("act_h")
-    # the (few) trajectories holding MIN_REPEATS - 1 passes' worth (4 steps at least) of turns each equal
-    # to the one k kept turns back, not all to the one just before: integer shifts over three columns (a
-    # coordinate click keyed by its cell alone, a superset), then everything else on their steps only
-    coarse = pl.when(pl.col("px").is_not_null()).then(
-        (pl.col("px") // NEAR * 1024 + pl.col("py") // NEAR).cast(pl.UInt64)
+    # a coordinate action is keyed by its kind, and its place compared by distance (`_near`): the same
+    # control clicked (or dragged from and to) a few points off, whichever side of a grid line they fall
+    turn = pl.when(pl.col("px").is_not_null() & ~pl.col("several")).then(
+        pl.col("action_name").cast(pl.String).hash()
     )
-    keys = f.select("traj_no", act_h=coarse.otherwise("act_h"), _kept=kept).filter("_kept")
-    match = {k: ((h == h.shift(k)) & (t == t.shift(k))).fill_null(False) for k in (1, *PASS_LENGTHS)}
+    # the (few) trajectories holding MIN_REPEATS - 1 passes' worth (4 steps at least) of turns each equal
+    # to the one k kept turns back, not all to the one just before: integer shifts over a few columns (a
+    # coordinate action keyed by its start point alone, a superset), then everything else on their steps only
+    keys = f.select("traj_no", "px", "py", act_h=turn.otherwise("act_h"), _kept=kept).filter("_kept")
+    match = {k: ((h == h.shift(k)) & (t == t.shift(k)) & _near(k, ends=False)).fill_null(False) for k in (1, *PASS_LENGTHS)}
     stretch = pl.any_horizontal(
         match[k] & match[k].shift(1) & match[k].shift(2) & match[k].shift(3) for k in PASS_LENGTHS
     )
@@ -635,7 +690,11 @@ def _repeated_passes(f: pl.LazyFrame) -> pl.LazyFrame:
             "step_index",
             "act",
             "failed",
-            act_h=turn,
+            "px",
+            "py",
+            "px2",
+            "py2",
+            act_h=turn.otherwise("act_h"),
             # where the step was taken: its screen when the source has one (a UI tree, else a screenshot),
             # else its page's URL; `_seen` says by which (0 url, 1 screenshot, 2 UI tree)
             _url=pl.coalesce("tree", "shot", pl.when(pl.col("url").is_not_null()).then(pl.col("url").hash())),
@@ -653,7 +712,7 @@ def _repeated_passes(f: pl.LazyFrame) -> pl.LazyFrame:
         .with_row_index("row")
         .with_columns(
             _moved=(u != u.shift(1)) & (t == t.shift(1)),
-            **{f"_m{k}": (h == h.shift(k)) & (t == t.shift(k)) for k in (1, *PASS_LENGTHS)},
+            **{f"_m{k}": (h == h.shift(k)) & (t == t.shift(k)) & _near(k) for k in (1, *PASS_LENGTHS)},
             **{f"_u{k}": u == u.shift(k) for k in PASS_LENGTHS},
         )
     )
@@ -713,7 +772,7 @@ def _pass_findings(f: pl.LazyFrame) -> pl.LazyFrame:
         _repeated_passes(f)
         .filter(
             (pl.col("stuck") >= need)
-            & ((pl.col("worked") <= bad) | (pl.col("worked") < MIN_INEFFECTIVE))
+            & ((pl.col("worked") <= bad) | (pl.col("worked") < MIN_INEFFECTIVE) | (bad >= MIN_INEFFECTIVE))
             & (~pl.col("stepping") | (bad >= MIN_INEFFECTIVE))
         )
         .with_columns(
@@ -764,6 +823,91 @@ def _merged(found: pl.LazyFrame) -> pl.LazyFrame:
     )
 
 
+STUCK_WINDOW = 6  # steps within which each turn of a stuck stretch comes back (a pass of up to 6 turns)
+MIN_STUCK = 6  # steps in a stuck stretch: three passes of two turns
+MIN_ISSUES = 2  # a stuck stretch's steps per distinct turn, on average (each turn comes back)
+
+
+def _stuck_stretches(f: pl.LazyFrame) -> pl.LazyFrame:
+    """Stretches where the agent goes round a few turns in varying order - tick a tile, press Verify, get
+    a new challenge, tick another tile; View, Normal, View, Notes, a detour, View, Normal - and the model
+    (or the harness) says it fails pass after pass (mining-8): MIN_STUCK+ kept steps (as `_repeated_passes`
+    keeps them) each of whose turns comes back within STUCK_WINDOW steps (coordinate turns within NEAR),
+    at least MIN_ISSUES steps per distinct turn, most steps another turn than the one before (it goes round;
+    one control pressed again and again is exact_repeat's to judge), 3+ steps failed or reported failed
+    while their effect was not seen, fewer reported working than failing, and - unless 2+ steps failed - not
+    a page of its own for each pass (a walk through pages). The finding runs from the first turn issued a
+    second time to the end of the stretch. No pass need repeat exactly
+    (LABELLING.md: a pass may vary, a detour of up to two steps does not break it); one finding per
+    stretch (merged with the cycles found inside it)."""
+    t, h = pl.col("traj_no"), pl.col("act_h")
+    kept = (
+        (pl.col("act") != "[]") & ~pl.col("unmapped") & ~pl.col("action_name").is_in(SCROLLS).fill_null(False)
+    ).fill_null(False)
+    bad = ((pl.col("failed") | _reported()) & _unobserved()).fill_null(False)
+    enough = (
+        f.filter(bad & kept).group_by("traj_no").len().filter(pl.col("len") >= 3).select("traj_no")
+    )
+    new_turn = ~nxt(pl.col("same_turn")).fill_null(False)
+    turn = pl.when(pl.col("px").is_not_null() & ~pl.col("several")).then(
+        pl.col("action_name").cast(pl.String).hash()
+    )
+    base = (
+        f.select(*_PASS_INPUTS)
+        .join(enough, on="traj_no", how="semi", maintain_order="left")
+        .select(
+            "trajectory_id",
+            "traj_no",
+            "step_index",
+            "act",
+            "px",
+            "py",
+            "px2",
+            "py2",
+            act_h=turn.otherwise("act_h"),
+            _cell=pl.struct(turn.otherwise("act_h"), pl.col("px") // NEAR, pl.col("py") // NEAR).hash(),
+            _bad=bad,
+            _failed=pl.col("failed"),
+            _worked=(nxt(pl.col("said_worked")) & new_turn).fill_null(False),
+            _page=pl.when(pl.col("url").is_not_null()).then(pl.col("url").hash()),
+            _kept=kept,
+        )
+        .filter("_kept")
+        .with_row_index("row")
+    )
+    back = {k: (h == h.shift(k)) & (t == t.shift(k)) & _near(k) for k in range(1, STUCK_WINDOW + 1)}
+    comes_back = pl.any_horizontal([e for k, b in back.items() for e in (b, b.shift(-k))]).fill_null(False)
+    again = pl.any_horizontal(list(back.values())).fill_null(False)  # the turn was issued before: a 2nd+ pass
+    found = runs(
+        base.with_columns(_back=comes_back, _again=pl.when(again).then("step_index")),
+        pl.col("_back"),
+        second=pl.col("_again").min(),
+        pages=pl.col("_page").n_unique(),
+        paged=pl.col("_page").is_not_null().all(),
+        turns=pl.col("_cell").n_unique(),
+        # steps whose turn is not the one just before: a cycle goes round, a repeated turn stays put
+        # (a vote pressed post after post is exact_repeat's to judge)
+        rounds=(pl.col("_cell") != pl.col("_cell").shift(1)).sum(),
+        bad=pl.col("_bad").sum(),
+        failures=pl.col("_failed").sum(),
+        worked=pl.col("_worked").sum(),
+        action=pl.col("act").first(),
+    )
+    return found.filter(
+        (pl.col("n") >= MIN_STUCK)
+        & (pl.col("turns") * MIN_ISSUES <= pl.col("n"))
+        & (pl.col("rounds") * 2 >= pl.col("n"))
+        & (pl.col("bad") >= 3)
+        & (pl.col("worked") < pl.col("bad"))
+        # as many pages as passes, every page known: each pass on a page of its own walks through pages
+        # (the same turns on different pages are no loop) - unless 2+ steps failed
+        & (~pl.col("paged") | (pl.col("pages") * pl.col("turns") < pl.col("n")) | (pl.col("failures") >= MIN_INEFFECTIVE))
+    ).with_columns(
+        first_step=pl.col("second"),  # from the second pass on, as the labels count a loop's repeats
+        level=pl.when(pl.col("failures") >= MIN_INEFFECTIVE).then(pl.lit("errors")).otherwise(pl.lit("reasoning")),
+    )
+
+
 @check
 def detect_short_cycles(f: pl.LazyFrame) -> pl.LazyFrame:
     """A-B-A-B on the same screens: the agent goes round in a circle without getting anywhere; without
@@ -783,6 +927,16 @@ def detect_short_cycles(f: pl.LazyFrame) -> pl.LazyFrame:
             confidence=0.9,
         ),
         _pass_findings(f),
+        _findings(
+            _stuck_stretches(f),
+            "loop",
+            "short_cycle",
+            pl.col("first_step"),
+            pl.col("last_step"),
+            {"steps": pl.col("n"), "turns": pl.col("turns"), "ineffective": pl.col("bad"), "action": pl.col("action")},
+            level=pl.col("level"),
+            confidence=0.9,
+        ),
     ]
     for p in PERIODS:
         found = runs(cands, pl.col("cyc") & (pl.col("period") == p), level=pl.col("ev_rank").max())

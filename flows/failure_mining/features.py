@@ -16,7 +16,8 @@ Conventions the detectors rely on:
 - `first_origin` is the scheme://host of the trajectory's first URL ("" when it has none);
 - `url_changed` says the next step is on another URL (an observed effect; an unchanged URL proves nothing);
   `changed` counts a URL change as a change when the screens cannot be compared;
-- `px` / `py` are the first action's point on the 0..999 grid (null without one) and `target_name` what the
+- `px` / `py` are the first action's point on the 0..999 grid (null without one), `px2` / `py2` where a drag
+  ends, and `target_name` what the
   action names as its target (the target's name, label or text; for a coordinate click, the control the
   model's own output said it was clicking, e.g. `Let me click "Add to cart"`, `点击“删除”按钮`, `klicken Sie
   auf „Löschen“`: the quoted name next to the language's click verb), for side-effect recognition;
@@ -51,6 +52,9 @@ from flows.failure_mining.side_effects import _pattern, command_kind, control_ki
 
 CLICKS = ("left_click", "double_click", "right_click", "middle_click", "triple_click", "tap")
 SCROLLS = ("scroll", "hscroll")
+# coordinate actions aimed at one control, compared by their points: clicks, and drags by both ends (a
+# drag-select redone a few points off, a column edge dragged again: mining-8)
+AIMED = (*CLICKS, "left_click_drag")
 _FILLING = ("type", "select")  # filling in a form's fields
 # The columns of the steps table the miner reads; nothing else is ever loaded.
 STEP_COLUMNS = (
@@ -126,6 +130,8 @@ _FAILED_ELSEWHERE = (
     "没有打开", "未打开", "没有展开", "未展开", "没有弹出", "未弹出", "没有出现", "未出现", "没有选中", "未选中",
     "沒有打開", "未打開", "沒有展開", "未展開", "沒有彈出", "未彈出", "沒有出現", "未出現", "沒有選中", "未選中",
     "再次尝试", "重新尝试", "重试", "再試一次", "重試", "不小心", "误点", "誤點",
+    # clicked or chose the wrong one ("got selected instead"; 误点 above is "clicked by mistake")
+    "点错", "點錯", "选错了", "選錯了",
     "没效果", "没有效果", "无效果", "沒效果", "沒有效果", "無效果", "没起作用", "没有起作用", "未起作用", "不起作用",
     "沒起作用", "沒有起作用", "未响应", "没响应", "未響應", "沒響應", "仍显示", "仍然显示", "依然显示", "还是显示",
     "仍顯示", "仍然顯示", "仍在加载", "还在加载", "仍在載入", "仍然存在", "依然存在", "仍存在",
@@ -370,6 +376,9 @@ def _per_action(acts: pl.LazyFrame) -> pl.LazyFrame:
         acts.with_columns(
             px=pl.col("act").str.extract(r'"x"\s*:\s*(\d+)', 1).cast(pl.Int32, strict=False),
             py=pl.col("act").str.extract(r'"y"\s*:\s*(\d+)', 1).cast(pl.Int32, strict=False),
+            # where a drag ends (null for every other action): a drag is re-aimed at both ends
+            px2=pl.col("act").str.extract(r'"x2"\s*:\s*(\d+)', 1).cast(pl.Int32, strict=False),
+            py2=pl.col("act").str.extract(r'"y2"\s*:\s*(\d+)', 1).cast(pl.Int32, strict=False),
             # categorical: detectors test it against lists of names on every step (17x cheaper than strings)
             action_name=pl.col("act").str.extract(_FIRST_ACTION, 1).cast(pl.Categorical),
             targetless=~pl.col("act").str.contains('"target"', literal=True),
@@ -484,8 +493,9 @@ def _with_model_words(features: pl.DataFrame) -> pl.DataFrame:
     are not enough for that: on the ABP set three labelled loops are re-clicks whose thought the model
     repeated word for word ("Let me click the X button on the cookie banner more precisely" twice)."""
     click = pl.col("targetless") & pl.col("action_name").is_in(CLICKS)
+    aimed = pl.col("targetless") & pl.col("action_name").is_in(AIMED)  # a drag re-aimed is read as a click
     drag = pl.col("action_name").is_in(DRAGS)
-    read = (click | drag | recurs()).fill_null(False) & pl.col("raw_output").is_not_null()
+    read = (aimed | drag | recurs()).fill_null(False) & pl.col("raw_output").is_not_null()
     after = (pl.col("same_prev") & read.shift(1)).fill_null(False) & pl.col("raw_output").is_not_null()
     wanted = features.select(
         click=(click & read).fill_null(False), drag=(drag & read).fill_null(False), rows=read | after

@@ -775,3 +775,127 @@ def test_a_file_dragged_into_a_folder_and_a_rename_or_install_button_are_changes
         )
     )
     assert _side_effects(steps) == {(k, 0): "change" for k in said if k != "slider"}
+
+
+# mining-8 (helper 15h): loops on a screenless desktop - coordinates compared by distance, drags at both
+# ends, waits judged by the words after them, re-aimed clicks the words confirm
+
+
+def _drag(x: int, y: int, x2: int, y2: int) -> dict:
+    return {"action": "left_click_drag", "x": x, "y": y, "x2": x2, "y2": y2}
+
+
+def test_a_pass_of_coordinate_clicks_is_the_same_whichever_side_of_a_grid_line_they_land():
+    """Clicks compared by distance, not by NEAR-sized cells: (860, 512) and (859, 503) are 9 points apart
+    but on two sides of a cell edge (512 // 16 = 32, 503 // 16 = 31). A drag is one turn with both its
+    ends near; one that starts alike and ends elsewhere is another turn."""
+    straddle = [_on(click_at(x, y), None) for x, y in ((841, 420), (860, 512), (840, 421), (859, 503), (842, 420), (860, 511))]
+    drags = [_on(a, None) for c, g in (((225, 231), (245, 244, 243, 380)), ((227, 233), (241, 240, 238, 377)),
+                                        ((226, 232), (245, 244, 243, 380))) for a in (click_at(*c), _drag(*g))]
+    elsewhere = [_on(a, None) for e in (380, 600, 820) for a in (click_at(225, 231), _drag(245, 244, 243, e))]
+    found = d.detect_short_cycles(frame(*((t, [*r, _on(DONE, None)]) for t, r in
+                                          (("straddle", straddle), ("drags", drags), ("elsewhere", elsewhere)))))
+    assert reasons(found) == [("drags", "loop", "short_cycle", 2, 5), ("straddle", "loop", "short_cycle", 2, 5)]
+
+
+def test_a_drag_redone_a_few_points_off_is_a_repeat_but_a_slider_nudged_on_is_not():
+    """Drags re-aimed at both ends (a drag-select redone) repeat like near clicks; a drag that starts where
+    the last one ended carries it on (a slider nudged further); one whose end moves far is another aim."""
+    redo = [_on(_drag(392 + i, 256 - i, 666 + 2 * i, 859 - i), None) for i in range(4)]
+    slider = [_on(_drag(x, 511, x2, 511), None) for x, x2 in ((585, 596), (593, 601), (600, 605), (603, 607))]
+    moved = [_on(_drag(300, 400, 300, 500 + 100 * i), None) for i in range(4)]
+    found = d.detect_exact_repeats(frame(*((t, [*r, _on(DONE, None)]) for t, r in
+                                           (("redo", redo), ("slider", slider), ("moved", moved)))))
+    assert reasons(found) == [("redo", "loop", "exact_repeat", 1, 3)]
+
+
+def test_the_words_around_a_drag_are_read_so_a_drag_reported_failing_is_re_aimed():
+    """Drags 30 points apart (beyond NEAR, within REAIM) the model says did not take: the words around a
+    drag are read as around a click, and join them."""
+    words = ("拖动选中这一行。", "之前的拖拽操作未成功，重新拖动。", "拖拽仍未成功，再次拖动。", "拖拽仍未成功。")
+    tries = [dict(_on(_drag(200 + 30 * i, 460, 460 + 30 * i, 463), None), raw_output=f"{w}\nclick")
+             for i, w in enumerate(words[:3])] + [dict(_on(DONE, None), raw_output=f"{words[3]}\nDONE")]
+    found = d.detect_exact_repeats(frame(("drag", tries)))
+    assert reasons(found) == [("drag", "loop", "exact_repeat", 1, 2)]
+    assert found["evidence_level"][0] == "reasoning"
+
+
+def test_waiting_is_a_loop_only_when_the_words_after_the_waits_say_nothing_came():
+    """Waits carry no words of their own ("WAIT"): from actions alone a run of them is undecidable, like a
+    scroll; the words the model writes once it stops waiting judge every wait of the run."""
+    wait = {"action": "wait", "seconds": 1.0}
+
+    def waits(after: dict, words: str) -> list[dict]:
+        rows = [dict(_on(wait, None), raw_output="WAIT") for _ in range(5)]
+        return [dict(_on(click_at(500, 500), None), raw_output="点击Open按钮。"), *rows, dict(_on(after, None), raw_output=words)]
+
+    found = d.detect_exact_repeats(frame(
+        ("still", waits(click_at(500, 500), "多次等待后页面仍在加载，重新点击Open按钮。")),
+        ("came", waits(click_at(300, 300), "图片已加载，点击保存。")),
+        ("done", waits(DONE, "DONE")),
+    ))
+    assert reasons(found) == [("still", "loop", "exact_repeat", 2, 5)]
+    assert found["evidence_level"][0] == "reasoning"
+    assert undecided(frame(("done", waits(DONE, "DONE"))))["exact_repeat"] == 1
+
+
+def test_steps_of_a_pass_reported_working_do_not_clear_passes_reported_failing_twice():
+    """Open the menu, open the picker, pick the colour - three times: most steps are reported working
+    ("Success - the menu is open"), two passes are reported failing (on different steps, so no one turn's
+    chain of failures makes it a reported cycle). The steps that worked only led to the ones that did not."""
+    ok, bad = "Success - the menu is open.", "It didn't work, the colour is still grey."
+    words = ["Let me open the menu.", ok, ok, ok, bad, ok, ok, ok, bad, ok]
+    rows = [dict(_on(a, None), raw_output=f"{w}\nClick") for a, w in zip([*[ADD, BROWSE, click("Red")] * 3, DONE], words)]
+    found = d.detect_short_cycles(frame(("colour", rows)))
+    assert found["trajectory_id"].to_list() == ["colour"]
+
+
+def test_clicked_the_wrong_one_in_chinese_is_a_report_that_the_click_failed():
+    """点错 ("clicked the wrong one") and 选错了 ("chose wrongly") are the Chinese for "got selected instead"
+    (误点, "clicked by mistake", was already read): clicks 30 points apart joined as re-aimed."""
+    words = ("点击颜色面板中的红色方块。", "刚才又点错了，重新点击红色方块。", "还是点错了，再次点击红色方块。", "选错了颜色。")
+    tries = [_said(click_at(300 + 30 * i, 500), w) for i, w in enumerate(words[:3])] + [_said(DONE, words[3])]
+    found = d.detect_exact_repeats(frame(("wrong", tries)))
+    assert reasons(found) == [("wrong", "loop", "exact_repeat", 1, 2)]
+
+
+def test_a_re_aimed_click_the_next_words_report_failing_joins_unless_the_words_name_another_control():
+    """Re-aimed further off than NEAR: joined when the words after it say it did not work, not only the
+    words before it ("I can see the icon. Let me click directly on it", then "The search doesn't seem to be
+    opening"); not joined when the words name another control than the click before (a filter's header,
+    then one of its options)."""
+    icon = [_said(click_at(791, 40), "Let me search."),
+            _said(click_at(769, 40), "The search icon doesn't seem to have opened a search box. Let me click it."),
+            _said(click_at(750, 40), "I can see the search icon. Let me click directly on it."),
+            _said(DONE, "The search doesn't seem to be opening.")]
+    other = [_said(click_at(636, 654), 'Let me click "Career Level".'),
+             _said(click_at(631, 703), 'I can see the options. Let me click "High school".'),
+             _said(click_at(631, 691), 'The filters still show the same. Let me click "High school" again.'),
+             _said(DONE, "The filter is still not applied.")]
+    found = d.detect_exact_repeats(frame(("icon", icon), ("other", other)))
+    assert reasons(found) == [("icon", "loop", "exact_repeat", 1, 2)]
+
+
+def test_going_round_a_few_turns_in_varying_order_while_each_is_reported_failing_is_one_loop():
+    """A CAPTCHA's tiles and Skip in varying order (no one turn three times within a few steps, no pass
+    repeated exactly), every step reported failing: one stuck stretch. Reported working, or a vote pressed
+    post after post (one turn again and again), or every turn once, it is none; so is each pass on a page of
+    its own (a walk through pages)."""
+    still = "The CAPTCHA is still present, the previous click was not successful."
+    tile1, tile0, skip = click("bid:1", "element"), click("bid:0", "element"), click("Skip")
+    order = [tile1, tile0, tile1, skip, tile0, skip]
+
+    def run(actions: list[dict], words: str) -> list[dict]:
+        rows = [dict(_on(click("I'm not a robot"), None), raw_output="Let me solve the CAPTCHA.\nClick")]
+        rows += [dict(_on(a, None), raw_output=f"{words}\nClick") for a in actions]
+        return [*rows, dict(_on(DONE, None), raw_output=f"{words}\nDONE")]
+
+    found = d.detect_short_cycles(frame(
+        ("stuck", run(order, still)),
+        ("solving", run(order, "Success - the tile is selected.")),
+        ("votes", run([click("Upvote")] * 6, still)),
+        ("varied", run([click(n) for n in "ABCDEF"], still)),
+        ("walking", [dict(r, url=f"http://h/p{i // 3}") for i, r in enumerate(run(order, still))]),
+    ))
+    assert reasons(found) == [("stuck", "loop", "short_cycle", 3, 6)]  # from the first turn issued again
+    assert found["evidence_level"][0] == "reasoning"

@@ -696,7 +696,10 @@ def test_on_the_blind_osworld_set_the_miner_beats_the_baselines():
     NOT met on this set: the floors below are what was measured, so a change that loses ground fails here.
     In-sample since (helper 15e read it to add the model's words in other languages): loop P 0.823 R 0.637 F1
     0.718, side effects P 0.766 R 0.252 - the coordinate clicks the Chinese words name add recall and cost
-    precision (LABELLING.md "mining-7: the model's words in other languages"); the floors follow. Then (lead,
+    precision (LABELLING.md "mining-7: the model's words in other languages"); the floors follow. mining-8
+    (helper 15h, in-sample: coordinates by distance, drags, waits, re-aims the words confirm, stuck stretches):
+    loop P 0.852 R 0.701 F1 0.769; the loop floor moved up to 0.76, side effects unchanged.
+    Then (lead,
     in-sample): a Save / Create the words call a button counts, and a sentence opening with a later step
     names no control of this click: side effects P 0.751 R 0.494; with files dragged into a folder and Rename /
     Install / Restore buttons: P 0.760 R 0.632."""
@@ -708,7 +711,7 @@ def test_on_the_blind_osworld_set_the_miner_beats_the_baselines():
         *OSWORLD_COUNTS,
     )
     loop, baselines = result["kinds"]["loop"], result["baselines"]
-    assert loop["f1"] >= 0.71 and loop["f1"] > baselines["loop: same action 3x in a row"]["f1"] + 0.2, loop
+    assert loop["f1"] >= 0.76 and loop["f1"] > baselines["loop: same action 3x in a row"]["f1"] + 0.2, loop
     side = result["kinds"]["side_effect"]
     assert side["recall"] >= 0.62 and side["precision"] >= 0.75, side
     assert side["recall"] > baselines["side_effect: manifest sensitive lists only"]["recall"]
