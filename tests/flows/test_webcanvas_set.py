@@ -13,7 +13,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 LABELS = ROOT / "tests" / "data" / "mining_eval" / "webcanvas_labels.jsonl"
-RUNS, COUNTS = 100, (25, 11)  # labelled ranks 0-99 (WEBCANVAS.md): runs, (loop, side-effect) labels
+RUNS, COUNTS = 140, (37, 16)  # labelled ranks 0-139 (WEBCANVAS.md): runs, (loop, side-effect) labels
 
 
 def _committed(work: Path) -> Path:
