@@ -84,6 +84,12 @@ KNOWN_SETS = {
         EVAL_DATA / "android_world_agents_labels.jsonl",
         False,
     ),
+    "webcanvas": (  # WEBCANVAS.md; the WebCanvas agent on Mind2Web-Live (iMeanAI/WebCanvas), labelled blind
+        "FLYWHEEL_MINING_EVAL_WEBCANVAS",
+        "webcanvas",
+        EVAL_DATA / "webcanvas_labels.jsonl",
+        False,
+    ),
 }
 HALVES = ("tune", "held_out")
 
