@@ -386,14 +386,13 @@ def _per_action(acts: pl.LazyFrame) -> pl.LazyFrame:
             several=pl.col("act").str.contains("}, {", literal=True) | pl.col("act").str.contains("},{", literal=True),
             # what the turn aims at, whatever its text: the action's name and its target (an answer, a fill of
             # one field); null for a coordinate action (detectors compare its points)
-            aim_h=pl.when(~pl.col("act").str.contains(r'"x"\s*:'))
-            .then(
+            # (hashed inside the `then`: a hash of the null would give every coordinate action one aim)
+            aim_h=pl.when(~pl.col("act").str.contains(r'"x"\s*:')).then(
                 pl.concat_str(
                     pl.col("act").str.extract(_FIRST_ACTION, 1),
                     pl.col("act").str.extract(r'"target"\s*:\s*(\{[^}]*\})', 1).fill_null(""),
-                )
-            )
-            .hash(),
+                ).hash()
+            ),
         )
         .with_columns(
             has_call_user=contains_action("call_user"),

@@ -462,6 +462,23 @@ def test_an_answer_the_harness_rejected_and_the_model_re_sent_in_other_words_is_
     assert found.select("trajectory_id", "first_step", "evidence_level").rows() == [("resent", 1, "errors")]
 
 
+def test_taps_on_different_named_controls_are_no_re_sent_aim_whatever_the_words_say():
+    """A coordinate action has no aim of its own (its points are compared): taps on different named controls
+    (an Android harness logs the element and its centre), each reported not to have worked, are tries of
+    different things, not one re-sent (mining-8 hashed a null aim alike for every such tap)."""
+    failing = "That did not work: the slider is still not visible."
+
+    def tap(name: str, x: int, y: int) -> dict:
+        target = {"role": "image", "name": name, "nth": 0}
+        return dict(step({"action": "left_click", "target": target, "x": x, "y": y}, "s", **BLIND), raw_output=failing)
+
+    level = tap("Brightness level", 230, 337)  # tapped twice, so the words around it are read
+    taps = [level, tap("Display brightness", 500, 88), level, tap("Display", 254, 150)]
+    same = [tap("Brightness level", 230, 337) for _ in range(3)]
+    found = d.detect_exact_repeats(frame(("other controls", taps + [step(DONE, "s", **BLIND)]), ("same", same + [step(DONE, "s", **BLIND)])))
+    assert found["trajectory_id"].to_list() == ["same"]
+
+
 def test_a_state_changing_control_pressed_again_is_no_loop_from_actions_alone():
     """mining-6: Upvote on post after post, Remove item after item: each press acts on the next one, which the
     importer names alike; from actions alone that is undecidable, a loop when the presses fail."""
