@@ -14,8 +14,9 @@ call that acts:
   `double_click` -> `dblclick`, `hover` -> `hover('g3')`, `triple_click` -> `triple_click('g3')`,
   `drag(target, destination)` -> `drag_and_drop('g3', 'g4')`; the element id `g<n>` numbers the distinct
   descriptions of the run, and the step's `axtree_txt` is one line naming it by the description: `[g3] button
-  'Go button next to the search box'` (the role is the first role word the description uses: button, link,
-  tab, checkbox, dropdown -> combobox, field / search box / input -> textbox, ... else element);
+  'Go button next to the search box'` (the role is the first of checkbox, radio, menu item, option / suggestion,
+  button, link, tab, dropdown -> combobox, field / search box / input -> textbox, ... that the description
+  names, else element);
 - `type(content, pressEnterAfterType)` -> `keyboard_type('text')`, then `keyboard_press('Enter')` if asked;
   `press_key(keys)` -> `keyboard_press('Control+a')`; `scroll(direction, distance)` -> `scroll(0, 500)`
   (tiny 100, short 250, medium 500, long 1000 pixels; up negative, left / right on x); `wait(duration)` ->
@@ -61,13 +62,13 @@ _KEYS = {
     "right": "ArrowRight", "arrowup": "ArrowUp", "arrowdown": "ArrowDown", "arrowleft": "ArrowLeft",
     "arrowright": "ArrowRight",
 }  # fmt: skip
-_ROLES = (  # a description's first role word names the element's role
-    (r"check ?box", "checkbox"), (r"radio", "radio"), (r"drop-?down|combo ?box|select(?:or| box| menu)", "combobox"),
-    (r"menu ?item", "menuitem"), (r"button", "button"), (r"link", "link"), (r"tab", "tab"),
-    (r"text ?box|text ?area|text field|input|search box|search bar|field", "textbox"), (r"option", "option"),
-    (r"icon|image|logo", "img"), (r"menu", "menu"), (r"row", "row"), (r"heading|title", "heading"),
+_ROLES = (  # the first of these role words that the description uses (in this order) names the element's role
+    (r"check ?box", "checkbox"), (r"radio", "radio"), (r"menu ?item", "menuitem"), (r"option|suggestion", "option"),
+    (r"button", "button"), (r"link", "link"), (r"tab", "tab"), (r"drop-?down|combo ?box|select(?:or| box| menu)", "combobox"),
+    (r"text ?box|text ?area|text field|input|search box|search bar|field", "textbox"), (r"icon|image|logo", "img"),
+    (r"menu", "menu"), (r"row", "row"), (r"heading|title", "heading"),
 )  # fmt: skip
-_ROLE = re.compile("|".join(f"(?P<r{i}>\\b(?:{p}))" for i, (p, _) in enumerate(_ROLES)), re.I)
+_ROLE_WORDS = [(re.compile(f"\\b(?:{p})", re.I), r) for p, r in _ROLES]
 ENV_ERRORS = ("[Unhandled Error]", "🚨 Session error")
 
 
@@ -203,10 +204,7 @@ def browsergym_call(tool: str, args: dict, bids: dict[str, str]) -> tuple[str | 
 
 
 def role(description: str) -> str:
-    m = _ROLE.search(description)
-    if not m:
-        return "element"
-    return next(_ROLES[int(k[1:])][1] for k, v in m.groupdict().items() if v is not None)
+    return next((r for pattern, r in _ROLE_WORDS if pattern.search(description)), "element")
 
 
 def _quoted(text: str) -> str:
