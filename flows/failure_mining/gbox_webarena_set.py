@@ -114,6 +114,7 @@ def trajectory(path: str, text: str) -> dict | None:
     task_id = f"task_{m[1]}" if m else path.rsplit("/", 1)[-1].removesuffix(".log")
     instruction, words, steps, bids = None, [], [], {}
     finished = env_error = False
+    acted = False  # whether the last call became a step (a dropped call's result is not that step's)
     for level, message in entries(text):
         if message.startswith("[Intent]:") and instruction is None:
             instruction = message.removeprefix("[Intent]:").strip()
@@ -123,15 +124,14 @@ def trajectory(path: str, text: str) -> dict | None:
                 words.append(said)
         elif message.startswith("🔧"):
             call = _CALL.match(message)
-            if not call:
-                continue
-            action, axtree = browsergym_call(call[1], _arguments(call[2]), bids)
+            action, axtree = browsergym_call(call[1], _arguments(call[2]), bids) if call else (None, None)
+            acted = action is not None
             if action is None:
                 continue
             finished = finished or action.startswith("send_msg_to_user(")
             steps.append({"action": action, "think": "\n".join(words) or None, "axtree_txt": axtree})
             words = []
-        elif message.startswith("❌") and steps and level == "ERROR":
+        elif message.startswith("❌") and steps and acted and level == "ERROR":
             steps[-1]["last_action_error"] = re.sub(r"^❌\s*(\[[^\]]*\]\s*)?", "", message).strip() or "error"
         elif any(message.startswith(e) for e in ENV_ERRORS):
             env_error = True
