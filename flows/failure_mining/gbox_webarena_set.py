@@ -69,6 +69,10 @@ _ROLES = (  # the first of these role words that the description uses (in this o
     (r"menu", "menu"), (r"row", "row"), (r"heading|title", "heading"),
 )  # fmt: skip
 _ROLE_WORDS = [(re.compile(f"\\b(?:{p})", re.I), r) for p, r in _ROLES]
+_ARGUMENT = re.compile(
+    r"'(?P<key>\w+)':\s*(?:(?P<quote>['\"])(?P<body>(?:\\.|(?!(?P=quote)).)*)(?:(?P=quote)|\.\.\.\)?\s*$)|(?P<scalar>True|False|None|\d+))",
+    re.S,
+)
 ENV_ERRORS = ("[Unhandled Error]", "🚨 Session error")
 
 
@@ -147,11 +151,25 @@ def trajectory(path: str, text: str) -> dict | None:
 
 
 def _arguments(text: str) -> dict:
+    """The call's arguments. The log cuts long ones (`...'content': "# Title\\n...`), so a dict that does not
+    parse is read key by key: whole strings, the cut string's head, numbers and booleans."""
     try:
         value = ast.literal_eval(text.strip() or "{}")
     except (ValueError, SyntaxError):
-        return {}
-    return value if isinstance(value, dict) else {}
+        value = None
+    if isinstance(value, dict):
+        return value
+    out: dict[str, Any] = {}
+    for m in _ARGUMENT.finditer(text):
+        key, quote, body, scalar = m["key"], m["quote"], m["body"], m["scalar"]
+        if scalar is not None:
+            out[key] = {"True": True, "False": False, "None": None}.get(scalar, int(scalar) if scalar.isdigit() else scalar)
+            continue
+        try:
+            out[key] = ast.literal_eval(quote + body + quote)
+        except (ValueError, SyntaxError):
+            out[key] = body
+    return out
 
 
 def browsergym_call(tool: str, args: dict, bids: dict[str, str]) -> tuple[str | None, str | None]:
