@@ -163,7 +163,9 @@ def _arguments(text: str) -> dict:
     for m in _ARGUMENT.finditer(text):
         key, quote, body, scalar = m["key"], m["quote"], m["body"], m["scalar"]
         if scalar is not None:
-            out[key] = {"True": True, "False": False, "None": None}.get(scalar, int(scalar) if scalar.isdigit() else scalar)
+            out[key] = {"True": True, "False": False, "None": None}.get(
+                scalar, int(scalar) if scalar.isdigit() else scalar
+            )
             continue
         try:
             out[key] = ast.literal_eval(quote + body + quote)
@@ -188,7 +190,9 @@ def browsergym_call(tool: str, args: dict, bids: dict[str, str]) -> tuple[str | 
             if args.get("double"):
                 return f"dblclick({bid!r})", tree
             button = args.get("button")
-            return (f"click({bid!r}, button={button!r})" if button in ("right", "middle") else f"click({bid!r})"), tree
+            return (
+                f"click({bid!r}, button={button!r})" if button in ("right", "middle") else f"click({bid!r})"
+            ), tree
         return f"{'dblclick' if name == 'double_click' else name}({bid!r})", tree
     if name == "drag":
         (a, tree_a), (b, tree_b) = element(args.get("target")), element(args.get("destination"))
