@@ -90,6 +90,12 @@ KNOWN_SETS = {
         EVAL_DATA / "webcanvas_labels.jsonl",
         False,
     ),
+    "gbox_webarena": (  # GBOX_WEBARENA.md; Claude Code through GBOX's browser tools on WebArena (babelcloud/webarena), labelled blind
+        "FLYWHEEL_MINING_EVAL_GBOX_WEBARENA",
+        "gbox_webarena",
+        EVAL_DATA / "gbox_webarena_labels.jsonl",
+        False,
+    ),
 }
 HALVES = ("tune", "held_out")
 
