@@ -13,7 +13,9 @@ reward model's verdict. `build_webcanvas_set` writes each run as BrowserGym step
 - `action`: `click('72')`; `fill('13', 'text')` then `press('13', 'Enter')` for fill_search (the harness
   fills, then presses Enter); `fill(...)` for fill_form; `select_option('7', 'x')`; `goto(url)`;
   `go_back()`; google_search as `goto('https://www.google.com/search?q=<query>')` (what the harness opens);
-  `None` as `no_action()`, a call the importer keeps unmapped, so step `i` is the source's `step_list[i]`.
+  `None` as `no_action()`, a call the importer keeps unmapped, so step `i` is the source's `step_list[i]`,
+  with `last_action_error` saying the harness ran nothing (as BrowserGym reports an action it could not
+  run; the source records no error of its own, but a None action is one nothing was executed for).
 - `axtree_txt`: one line `[72] link '<selector>'` naming the element by its selector (the source names no
   text), the role from the selector's last tag (a -> link, button, input / textarea -> textbox, select ->
   combobox, label, else element).
@@ -46,6 +48,7 @@ _TAG_ROLES = {
     "select": "combobox", "label": "label", "option": "option", "img": "img",
 }  # fmt: skip
 NO_ACTION = "no_action()"  # not a BrowserGym call: the importer keeps it as an unmapped step
+RAN_NOTHING = "the harness ran no action: the turn's plan named none it runs (the source's action is None)"
 
 
 def build_webcanvas_set(git_dir: str | Path, out: str | Path, commit: str = COMMIT) -> int:
@@ -103,6 +106,8 @@ def trajectory(file_id: str, run: Any, seen: dict[str, int] | None = None) -> di
         words = "\n".join(p for p in (thought, f"Action: {plan}" if plan else None) if p) or None
         action, axtree = browsergym_call(step.get("action"), _str(step.get("selector")))
         steps.append({"action": action, "think": words, "url": before, "axtree_txt": axtree})
+        if action == NO_ACTION:  # the harness ran nothing: BrowserGym reports that as the step's action error
+            steps[-1]["last_action_error"] = RAN_NOTHING
         before = _str(step.get("url")) or before
     record: dict[str, Any] = {
         "task_id": task_id,
