@@ -38,11 +38,11 @@ with `ast.literal_eval`; nothing is run.
 from __future__ import annotations
 
 import ast
-import json
 import re
-import subprocess
 from pathlib import Path
 from typing import Any
+
+from flows.failure_mining.snapshot import Snapshot, write_jsonl
 
 REPO = "babelcloud/webarena"
 LICENSE = "Apache-2.0"
@@ -78,26 +78,15 @@ ENV_ERRORS = ("[Unhandled Error]", "🚨 Session error")
 
 def build_gbox_webarena_set(git_dir: str | Path, out: str | Path, commit: str = COMMIT) -> int:
     """data.jsonl from a snapshot of babelcloud/webarena (every log of gbox/trajectories/log_files/); returns the count."""
-    git = ["git", f"--git-dir={git_dir}"]
-    sha = subprocess.run(
-        [*git, "rev-parse", commit], capture_output=True, text=True, check=True
-    ).stdout.strip()
-    names = subprocess.run(
-        [*git, "ls-tree", "-r", "--name-only", sha, LOGS], capture_output=True, text=True, check=True
-    ).stdout.splitlines()
     lines = []
-    for name in sorted(n for n in names if n.endswith(".log")):
-        shown = subprocess.run([*git, "show", f"{sha}:{name}"], capture_output=True)
-        if shown.returncode != 0:
-            continue
-        record = trajectory(name, shown.stdout.decode("utf-8", "replace"))
-        if record is not None:
-            record["source"] = {"repo": REPO, "commit": sha, "path": name, "license": LICENSE}
-            lines.append(record)
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines))
-    return len(lines)
+    with Snapshot(git_dir, commit) as snap:
+        for name in sorted(n for n in snap.names(LOGS) if n.endswith(".log")):
+            text = snap.text(name)
+            record = trajectory(name, text) if text is not None else None
+            if record is not None:
+                record["source"] = snap.source(REPO, name, LICENSE)
+                lines.append(record)
+    return write_jsonl(out, lines)
 
 
 def entries(text: str) -> list[tuple[str, str]]:

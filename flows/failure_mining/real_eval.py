@@ -20,7 +20,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import subprocess
 import tempfile
 from pathlib import Path
 
@@ -29,6 +28,7 @@ import polars as pl
 from flows.failure_mining.detectors import detect_all
 from flows.failure_mining.evaluation import TOLERANCE, _matched
 from flows.failure_mining.features import attach_trajectories, step_features
+from flows.failure_mining.snapshot import Snapshot, write_jsonl
 from lake import Lake
 
 KINDS = ("loop", "side_effect")
@@ -108,43 +108,31 @@ def half_of(task_id: str) -> str:
 
 def build_abp_set(git_dir: str | Path, out: str | Path, commit: str = "HEAD") -> int:
     """data.jsonl from a snapshot of the ABP Online-Mind2Web results; returns the trajectories written."""
-    git = ["git", f"--git-dir={git_dir}"]
-    sha = subprocess.run(
-        [*git, "rev-parse", commit], capture_output=True, text=True, check=True
-    ).stdout.strip()
-    names = subprocess.run(
-        [*git, "ls-tree", "-r", "--name-only", sha], capture_output=True, text=True, check=True
-    )
-    paths = sorted(  # abp_run/<task>/result.json; one run also holds a nested copy of another, left out
-        p for p in names.stdout.split() if p.startswith("abp_run/") and p.endswith("/result.json") and p.count("/") == 2
-    )
     lines = []
-    for path in paths:
-        blob = subprocess.run(
-            [*git, "show", f"{sha}:{path}"], capture_output=True, text=True, check=True
-        ).stdout
-        result = json.loads(blob)
-        thoughts = result.get("thoughts") or []
-        steps = [
-            {"action": action, "thought": thoughts[i] if i < len(thoughts) else None}
-            for i, action in enumerate(result["action_history"])
-        ]
-        lines.append(
-            {
-                "task_id": result["task_id"],
-                "policy": "abp-claude-opus-4.6",
-                "model": "claude-opus-4.6",
-                "instruction": result["task"],
-                "final_answer": result.get("final_result_response"),
-                "viewport": ABP_VIEWPORT,
-                "source": {"repo": ABP_REPO, "commit": sha, "path": path, "license": "MIT"},
-                "steps": steps,
-            }
+    with Snapshot(git_dir, commit) as snap:
+        paths = sorted(  # abp_run/<task>/result.json; one run also holds a nested copy of another, left out
+            p for p in snap.names() if p.startswith("abp_run/") and p.endswith("/result.json") and p.count("/") == 2
         )
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines))
-    return len(lines)
+        for path in paths:
+            result = json.loads(snap.blob(path) or b"")  # every result is there (a missing one is an error)
+            thoughts = result.get("thoughts") or []
+            steps = [
+                {"action": action, "thought": thoughts[i] if i < len(thoughts) else None}
+                for i, action in enumerate(result["action_history"])
+            ]
+            lines.append(
+                {
+                    "task_id": result["task_id"],
+                    "policy": "abp-claude-opus-4.6",
+                    "model": "claude-opus-4.6",
+                    "instruction": result["task"],
+                    "final_answer": result.get("final_result_response"),
+                    "viewport": ABP_VIEWPORT,
+                    "source": snap.source(ABP_REPO, path, "MIT"),
+                    "steps": steps,
+                }
+            )
+    return write_jsonl(out, lines)
 
 
 def load_set(data: str | Path) -> dict[str, pl.DataFrame]:

@@ -29,12 +29,12 @@ with `json` and never run.
 
 from __future__ import annotations
 
-import json
 import re
-import subprocess
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
+
+from flows.failure_mining.snapshot import Snapshot, write_jsonl
 
 REPO = "iMeanAI/WebCanvas"
 LICENSE = "MIT"
@@ -53,39 +53,19 @@ RAN_NOTHING = "the harness ran no action: the turn's plan named none it runs (th
 
 def build_webcanvas_set(git_dir: str | Path, out: str | Path, commit: str = COMMIT) -> int:
     """data.jsonl from a snapshot of iMeanAI/WebCanvas (every run of every results/ file); returns the count."""
-    git = ["git", f"--git-dir={git_dir}"]
-    sha = subprocess.run(
-        [*git, "rev-parse", commit], capture_output=True, text=True, check=True
-    ).stdout.strip()
-    names = subprocess.run(
-        [*git, "ls-tree", "-r", "--name-only", sha, RESULTS], capture_output=True, text=True, check=True
-    ).stdout.splitlines()
     lines = []
-    for name in sorted(n for n in names if n.endswith(".json")):
-        shown = subprocess.run([*git, "show", f"{sha}:{name}"], capture_output=True)
-        if shown.returncode != 0:
-            continue
-        try:
-            runs = json.loads(shown.stdout)
-        except ValueError:
-            continue
-        if not isinstance(runs, list):
-            continue
-        seen: dict[str, int] = {}
-        for position, run in enumerate(runs):
-            record = trajectory(name.removesuffix(".json"), run, seen)
-            if record is not None:
-                record["source"] = {
-                    "repo": REPO,
-                    "commit": sha,
-                    "path": f"{name}#{position}",
-                    "license": LICENSE,
-                }
-                lines.append(record)
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines))
-    return len(lines)
+    with Snapshot(git_dir, commit) as snap:
+        for name in sorted(n for n in snap.names(RESULTS) if n.endswith(".json")):
+            runs = snap.json(name)
+            if not isinstance(runs, list):
+                continue
+            seen: dict[str, int] = {}
+            for position, run in enumerate(runs):
+                record = trajectory(name.removesuffix(".json"), run, seen)
+                if record is not None:
+                    record["source"] = snap.source(REPO, f"{name}#{position}", LICENSE)
+                    lines.append(record)
+    return write_jsonl(out, lines)
 
 
 def trajectory(file_id: str, run: Any, seen: dict[str, int] | None = None) -> dict | None:
