@@ -9,7 +9,7 @@ JSON input) and the tool results (`tool_result`, `is_error` when the tool failed
 per tool call, in the transcript's order, with
 
 - the call as our actions: a tap, double tap, long press or swipe in screen pixels (the tools' own space, the
-  phone's 1008 x 2244) on the 0..999 grid; typed text; Back / Home / Enter as system buttons, other keys as
+  phone's 1008 x 2244, the watch's 384 x 384 for task b8) on the 0..999 grid; typed text; Back / Home / Enter as system buttons, other keys as
   keys; an app launch as `open_app`; a screen capture as `screenshot`; a wait as `wait`; Maestro flows (YAML,
   read with `yaml.safe_load_all`) command by command (`tapOn: "Form"` is a click on the text "Form", a point
   `"50%,15%"` a tap there); every other device or harness operation of the MCP servers (logcat, UI dumps, app
@@ -38,10 +38,8 @@ import yaml
 
 REPO = "LincForge/mobile-agent-bench"
 LICENSE = "MIT"
-SCREEN = (
-    1008,
-    2244,
-)  # the phone's screen in the pixels every tool's coordinates use (mobile_get_screen_size)
+SCREEN = (1008, 2244)  # the phone's screen in the pixels the tools' coordinates use (mobile_get_screen_size)
+WATCH = (384, 384)  # the Wear OS watch of task b8 (meta.json's device "Google Pixel Watch 2")
 RESULT_CHARS = 600  # of a failed tool result kept as the step's error
 _HARNESS = ("ToolSearch", "Read", "TaskCreate", "TaskUpdate", "TaskList", "ListMcpResourcesTool",
             "ReadMcpResourceTool")  # fmt: skip
@@ -109,6 +107,10 @@ def trajectory(task_id: str, transcript: str, meta: dict, prompt: Any) -> dict |
                     bool(block.get("is_error")),
                 )
     steps, said, model = [], [], meta.get("model")
+    device = (
+        str((meta.get("device") or {}).get("model") or "") if isinstance(meta.get("device"), dict) else ""
+    )
+    screen = WATCH if "watch" in device.lower() else SCREEN
     for ev in events:
         if ev.get("type") != "assistant":
             continue
@@ -124,11 +126,11 @@ def trajectory(task_id: str, transcript: str, meta: dict, prompt: Any) -> dict |
                 call = f"{name} {json.dumps(given, ensure_ascii=False, sort_keys=True)}"
                 step: dict[str, Any] = {
                     "raw_output": "\n".join([*said, call]),
-                    "screen_width": SCREEN[0],
-                    "screen_height": SCREEN[1],
+                    "screen_width": screen[0],
+                    "screen_height": screen[1],
                 }
                 said = []
-                actions = actions_of(name, given)
+                actions = actions_of(name, given, screen)
                 step["actions"] = actions
                 if not actions:
                     step["format_error"] = f"unmapped_action: {name}"
@@ -141,7 +143,7 @@ def trajectory(task_id: str, transcript: str, meta: dict, prompt: Any) -> dict |
     answer = "\n".join(said).strip()
     if answer:
         steps.append({"actions": [{"action": "terminate", "status": "success", "answer": answer[:4000]}],
-                      "raw_output": answer, "screen_width": SCREEN[0], "screen_height": SCREEN[1]})  # fmt: skip
+                      "raw_output": answer, "screen_width": screen[0], "screen_height": screen[1]})  # fmt: skip
     tool = task_id.split("/")[1] if task_id.count("/") >= 2 else "unknown"
     return {
         "task_id": task_id,
@@ -172,7 +174,7 @@ def _reports_failure(text: str) -> bool:
     return isinstance(value, dict) and value.get("success") is False
 
 
-def actions_of(name: str, given: Any) -> list[dict]:
+def actions_of(name: str, given: Any, screen: tuple[int, int] = SCREEN) -> list[dict]:
     """Our action dicts for one tool call (none for Claude Code's own tools)."""
     given = given if isinstance(given, dict) else {}
     if name in _HARNESS or not name.startswith("mcp__"):
@@ -188,21 +190,21 @@ def actions_of(name: str, given: Any) -> list[dict]:
         out = []
         for sub in given.get("steps") or []:
             if isinstance(sub, dict) and isinstance(sub.get("command"), str):
-                out += device_actions(server, sub["command"], sub.get("input") or {}) or _shell(
+                out += device_actions(server, sub["command"], sub.get("input") or {}, screen) or _shell(
                     server, sub["command"], sub.get("input") or {}
                 )
         return out
-    return device_actions(server, tool, given) or _shell(server, tool, given)
+    return device_actions(server, tool, given, screen) or _shell(server, tool, given)
 
 
-def device_actions(server: str, tool: str, given: dict) -> list[dict]:
+def device_actions(server: str, tool: str, given: dict, screen: tuple[int, int] = SCREEN) -> list[dict]:
     """Touch, keys, text, launches, captures and waits of the four stacks; [] for anything else."""
-    x, y = _xy(given.get("x"), given.get("y"))
+    x, y = _xy(given.get("x"), given.get("y"), screen)
     target = given.get("target") if isinstance(given.get("target"), dict) else {}
     if tool in ("nerve_tap", "mobile_click_on_screen_at_coordinates") and x is not None:
         return [{"action": "tap", "x": x, "y": y}]
     if tool == "click":  # agent-device: a point, or a ref / selector it resolves
-        px, py = _xy(target.get("x"), target.get("y"))
+        px, py = _xy(target.get("x"), target.get("y"), screen)
         if px is not None:
             return [{"action": "tap", "x": px, "y": py}]
         label = target.get("ref") or target.get("selector") or target.get("text") or given.get("selector")
@@ -219,7 +221,7 @@ def device_actions(server: str, tool: str, given: dict) -> list[dict]:
     if tool == "find" and given.get("action") == "click" and given.get("query"):
         return [{"action": "left_click", "target": {"text": str(given["query"])}}]
     if tool in ("nerve_swipe", "mobile_swipe_on_screen", "swipe", "gesture"):
-        return _swipe(given)
+        return _swipe(given, screen)
     if tool in ("nerve_type", "mobile_type_keys", "type", "fill") and isinstance(given.get("text"), str):
         typed = [{"action": "type", "text": given["text"]}]
         return typed + ([{"action": "system_button", "button": "enter"}] if given.get("submit") else [])
@@ -334,7 +336,7 @@ def _key(key: str) -> list[dict]:
     return [{"action": "system_button", "button": button}] if button else [{"action": "key", "keys": [key]}]
 
 
-def _swipe(given: dict) -> list[dict]:
+def _swipe(given: dict, screen: tuple[int, int] = SCREEN) -> list[dict]:
     """A stroke from its two ends, or from a start (the screen's centre by default) the way and distance named
     (the finger moves that way)."""
     start = given.get("from") or given.get("origin") or {}
@@ -348,14 +350,14 @@ def _swipe(given: dict) -> list[dict]:
         direction = str(given.get("direction") or "").lower()
         if direction not in ("up", "down", "left", "right"):
             return []
-        sx = SCREEN[0] / 2 if sx is None else sx
-        sy = SCREEN[1] / 2 if sy is None else sy
-        d = float(given["distance"]) if _first_number(given.get("distance")) is not None else SCREEN[1] / 3
+        sx = screen[0] / 2 if sx is None else sx
+        sy = screen[1] / 2 if sy is None else sy
+        d = float(given["distance"]) if _first_number(given.get("distance")) is not None else screen[1] / 3
         dx, dy = {"up": (0, -d), "down": (0, d), "left": (-d, 0), "right": (d, 0)}[direction]
         ex, ey = sx + dx, sy + dy
     if sx is None or sy is None:
         return []
-    (x, y), (x2, y2) = _xy(sx, sy), _xy(ex, ey)
+    (x, y), (x2, y2) = _xy(sx, sy, screen), _xy(ex, ey, screen)
     return [{"action": "swipe", "x": x, "y": y, "x2": x2, "y2": y2}]
 
 
@@ -368,11 +370,11 @@ def _first_number(*values: Any) -> float | None:
     return None
 
 
-def _xy(x: Any, y: Any) -> tuple[int, int] | tuple[None, None]:
+def _xy(x: Any, y: Any, screen: tuple[int, int] = SCREEN) -> tuple[int, int] | tuple[None, None]:
     fx, fy = _first_number(x), _first_number(y)
     if fx is None or fy is None:
         return None, None
-    return _grid(fx, SCREEN[0]), _grid(fy, SCREEN[1])
+    return _grid(fx, screen[0]), _grid(fy, screen[1])
 
 
 def _percent(text: str) -> tuple[int, int] | None:
