@@ -12,7 +12,7 @@ per tool call, in the transcript's order, with
   phone's 1008 x 2244, the watch's 384 x 384 for task b8) on the 0..999 grid; typed text; Back / Home / Enter as system buttons, other keys as
   keys; an app launch as `open_app`; a screen capture as `screenshot`; a wait as `wait`; Maestro flows (YAML,
   read with `yaml.safe_load_all`) command by command (`tapOn: "Form"` is a click on the text "Form", a point
-  `"50%,15%"` a tap there); every other device or harness operation of the MCP servers (logcat, UI dumps, app
+  `"50%,15%"` or `"631,323"` (pixels) a tap there); every other device or harness operation of the MCP servers (logcat, UI dumps, app
   lists, force-stop, clear data, install, settings, recordings) as a `shell` action whose command is the call
   itself, `<server>.<tool> <input JSON>` - named by the builder, not typed by the agent; Claude Code's own
   tools (ToolSearch, Read, TaskCreate, ...) map to nothing (the step keeps its place, `format_error`
@@ -45,6 +45,7 @@ _HARNESS = ("ToolSearch", "Read", "TaskCreate", "TaskUpdate", "TaskList", "ListM
             "ReadMcpResourceTool")  # fmt: skip
 _SCREENSHOT = re.compile(r"(^|_)(take_screenshot|screenshot|save_screenshot)$")
 _PERCENT = re.compile(r"^\s*(-?[\d.]+)%\s*,\s*(-?[\d.]+)%\s*$")
+_PIXELS = re.compile(r"^\s*(-?[\d.]+)\s*,\s*(-?[\d.]+)\s*$")
 _KEYS = {"back": "back", "home": "home", "enter": "enter", "menu": "menu"}
 
 
@@ -185,7 +186,7 @@ def actions_of(name: str, given: Any, screen: tuple[int, int] = SCREEN) -> list[
     if not tool:
         return []
     if server == "maestro" and tool == "run":
-        return maestro_actions(given.get("yaml"))
+        return maestro_actions(given.get("yaml"), screen)
     if server == "agent-device" and tool == "batch":
         out = []
         for sub in given.get("steps") or []:
@@ -245,7 +246,7 @@ def device_actions(server: str, tool: str, given: dict, screen: tuple[int, int] 
     return []
 
 
-def maestro_actions(flow: Any) -> list[dict]:
+def maestro_actions(flow: Any, screen: tuple[int, int] = SCREEN) -> list[dict]:
     """A Maestro flow's commands as our actions (assertions and scripts map to nothing; lifecycle commands are
     shell actions named `maestro.<command>`)."""
     if not isinstance(flow, str):
@@ -258,11 +259,11 @@ def maestro_actions(flow: Any) -> list[dict]:
     out: list[dict] = []
     for doc in docs:
         for command in doc if isinstance(doc, list) else []:
-            out += _maestro_command(command, app)
+            out += _maestro_command(command, app, screen)
     return out
 
 
-def _maestro_command(command: Any, app: Any) -> list[dict]:
+def _maestro_command(command: Any, app: Any, screen: tuple[int, int] = SCREEN) -> list[dict]:
     name, arg = (command, None) if isinstance(command, str) else next(iter(command.items()), (None, None))
     if not isinstance(name, str):
         return []
@@ -275,7 +276,7 @@ def _maestro_command(command: Any, app: Any) -> list[dict]:
             if isinstance(arg, dict)
             else None
         )
-        at = _percent(point) if isinstance(point, str) else None
+        at = _point(point, screen) if isinstance(point, str) else None
         if name == "longPressOn":
             return [{"action": "long_press", "x": at[0], "y": at[1]}] if at else []
         kind = "double_click" if name == "doubleTapOn" else "left_click"
@@ -309,7 +310,7 @@ def _maestro_command(command: Any, app: Any) -> list[dict]:
         ]
     if name == "repeat" and isinstance(arg, dict):
         times = arg.get("times") if isinstance(arg.get("times"), int) else 1
-        inner = [a for c in arg.get("commands") or [] for a in _maestro_command(c, app)]
+        inner = [a for c in arg.get("commands") or [] for a in _maestro_command(c, app, screen)]
         return inner * max(1, min(times, 50))
     if name in ("wait", "extendedWaitUntil", "waitForAnimationToEnd"):
         ms = arg if _is_number(arg) else (arg or {}).get("timeout") if isinstance(arg, dict) else None
@@ -375,6 +376,14 @@ def _xy(x: Any, y: Any, screen: tuple[int, int] = SCREEN) -> tuple[int, int] | t
     if fx is None or fy is None:
         return None, None
     return _grid(fx, screen[0]), _grid(fy, screen[1])
+
+
+def _point(text: str, screen: tuple[int, int] = SCREEN) -> tuple[int, int] | None:
+    """A Maestro point: "50%,15%" of the screen, or "631,323" in pixels."""
+    m = _PIXELS.match(text)
+    if m:
+        return _grid(float(m[1]), screen[0]), _grid(float(m[2]), screen[1])
+    return _percent(text)
 
 
 def _percent(text: str) -> tuple[int, int] | None:
