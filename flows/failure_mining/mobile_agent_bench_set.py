@@ -294,7 +294,7 @@ def _maestro_command(command: Any, app: Any, screen: tuple[int, int] = SCREEN) -
     if name in ("back", "pressKey"):
         return _key("back" if name == "back" else str(arg))
     if name in ("swipe",) and isinstance(arg, dict):
-        start, end = _percent(str(arg.get("start", ""))), _percent(str(arg.get("end", "")))
+        start, end = _point(str(arg.get("start", "")), screen), _point(str(arg.get("end", "")), screen)
         if start and end:
             return [{"action": "swipe", "x": start[0], "y": start[1], "x2": end[0], "y2": end[1]}]
         return _swipe({"direction": str(arg.get("direction", "")).lower()})
