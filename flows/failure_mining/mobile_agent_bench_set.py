@@ -1,4 +1,4 @@
-"""A ninth labelled set: Claude (through Claude Code) driving a real Android phone with four MCP tool stacks, as
+"""Another labelled set (issue 15, helper 15n): Claude (through Claude Code) driving a real Android phone with four MCP
 data.jsonl for `real_eval` (MOBILE_AGENT_BENCH.md).
 
 The source (LincForge/mobile-agent-bench, MIT) holds one folder per run of its v1 grid, `results/<tool>/<task>/

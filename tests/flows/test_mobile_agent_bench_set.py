@@ -1,4 +1,4 @@
-"""The ninth labelled set (tests/data/mining_eval/MOBILE_AGENT_BENCH.md): the builder on a made-up snapshot, and the
+"""The mobile-agent-bench labelled set (tests/data/mining_eval/MOBILE_AGENT_BENCH.md): the builder on a made-up snapshot, and the
 labels' shape. Nothing here imports or runs a detector (the set was labelled blind; the lead measures it once): the
 importer is called directly and `real_eval.KNOWN_SETS` is read as text."""
 
@@ -13,6 +13,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 LABELS = ROOT / "tests" / "data" / "mining_eval" / "mobile_agent_bench_labels.jsonl"
+RUNS, COUNTS = (
+    167,
+    (102, 35),
+)  # every run of the set labelled (MOBILE_AGENT_BENCH.md): runs, (loop, side-effect) labels
 
 
 def _said(*blocks):
@@ -141,6 +145,9 @@ def test_mobile_agent_bench_runs_become_steps_the_importer_reads_with_words_poin
 def test_the_mobile_agent_bench_labels_cover_the_labelled_runs_once_with_steps_in_order():
     labels = [json.loads(line) for line in LABELS.read_text().splitlines()]
     runs = {rec["task_id"] for rec in labels}
+    assert len(runs) == RUNS
+    kinds = [rec["kind"] for rec in labels]
+    assert (kinds.count("loop"), kinds.count("side_effect")) == COUNTS
     clean = [rec["task_id"] for rec in labels if rec["kind"] is None]
     assert len(clean) == len(set(clean)) and not set(clean) & {
         rec["task_id"] for rec in labels if rec["kind"]
