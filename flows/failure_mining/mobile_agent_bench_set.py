@@ -1,5 +1,5 @@
 """Another labelled set (issue 15, helper 15n): Claude (through Claude Code) driving a real Android phone with four MCP
-data.jsonl for `real_eval` (MOBILE_AGENT_BENCH.md).
+tool stacks, as data.jsonl for `real_eval` (MOBILE_AGENT_BENCH.md).
 
 The source (LincForge/mobile-agent-bench, MIT) holds one folder per run of its v1 grid, `results/<tool>/<task>/
 run-<n>/`: `meta.json` (the task, the model, the verdict, whether it timed out) and `transcript.jsonl`, Claude
