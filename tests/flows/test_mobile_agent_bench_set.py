@@ -72,7 +72,11 @@ def _snapshot(tmp_path: Path) -> Path:
     empty = [json.dumps({"type": "system", "subtype": "init"}), _said(_text("I cannot reach a device."))]
     for path, lines, meta in (
         ("results/linc/a1/run-1", linc, {"task": "a1", "model": "claude-x", "verdict": "PASS"}),
-        ("results/maestro/a2/run-2", maestro, {"task": "a2", "timed_out": True, "verdict": "FAIL"}),
+        (
+            "results/maestro/a2/run-2",
+            maestro,
+            {"task": "a2", "timed_out": True, "verdict": "FAIL", "device": {"model": "Google Pixel Watch 2"}},
+        ),  # fmt: skip
         ("results/maestro/a2/run-3", empty, {"task": "a2"}),
         ("results_v2/linc/a1/run-1", linc, {"task": "a1"}),  # another grid: not read
     ):
@@ -129,7 +133,9 @@ def test_mobile_agent_bench_runs_become_steps_the_importer_reads_with_words_poin
         {"action": "type", "text": "Ann"},
         {"action": "shell", "command": "maestro.stopApp dev.example"},
     ]
-    assert second["steps"][1]["actions"] == [{"action": "swipe", "x": 500, "y": 500, "x2": 500, "y2": 232}]
+    # the watch's run: its 384 x 384 screen (600 px up from the centre leaves it)
+    assert second["steps"][1]["actions"] == [{"action": "swipe", "x": 500, "y": 500, "x2": 500, "y2": 0}]
+    assert (second["steps"][1]["screen_width"], first["steps"][2]["screen_width"]) == (384, 1008)
     with tempfile.TemporaryDirectory() as tmp:  # the real importer: nothing quarantined
         lake = Lake(Path(tmp) / "lake")
         report = import_paths(lake, [out], run_id="t")
