@@ -63,7 +63,7 @@ def _snapshot(tmp_path: Path) -> Path:
         _said(_call("t7", nerve + "screenshot", {})),
         _said(_text("The channel is BENCH-STABLE.")),
     ]  # fmt: skip
-    flow = 'appId: dev.example\n---\n- launchApp\n- tapOn: "Form"\n- tapOn:\n    point: "50%,15%"\n- tapOn:\n    point: "504,1122"\n- inputText: "Ann"\n- stopApp'
+    flow = 'appId: dev.example\n---\n- launchApp\n- tapOn: "Form"\n- tapOn:\n    point: "50%,15%"\n- tapOn:\n    point: "192,192"\n- inputText: "Ann"\n- stopApp'
     maestro = [
         _said(_call("m1", "mcp__maestro__run", {"device_id": "d", "yaml": flow})),
         _result("m1", "Flow executed successfully"),
@@ -129,7 +129,7 @@ def test_mobile_agent_bench_runs_become_steps_the_importer_reads_with_words_poin
         {"action": "open_app", "app": "dev.example"},
         {"action": "left_click", "target": {"text": "Form"}},
         {"action": "tap", "x": 500, "y": 150},
-        {"action": "tap", "x": 500, "y": 500},  # a point in pixels
+        {"action": "tap", "x": 500, "y": 500},  # a point in pixels, on the watch
         {"action": "type", "text": "Ann"},
         {"action": "shell", "command": "maestro.stopApp dev.example"},
     ]
