@@ -96,6 +96,12 @@ KNOWN_SETS = {
         EVAL_DATA / "gbox_webarena_labels.jsonl",
         False,
     ),
+    "mobile_agent_bench": (  # MOBILE_AGENT_BENCH.md; Claude Code + four MCP stacks on an Android phone, labelled blind
+        "FLYWHEEL_MINING_EVAL_MOBILE_AGENT_BENCH",
+        "mobile_agent_bench",
+        EVAL_DATA / "mobile_agent_bench_labels.jsonl",
+        False,
+    ),
 }
 HALVES = ("tune", "held_out")
 
