@@ -30,11 +30,12 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import yaml
+
+from flows.failure_mining.snapshot import Snapshot, write_jsonl
 
 REPO = "LincForge/mobile-agent-bench"
 LICENSE = "MIT"
@@ -51,43 +52,28 @@ _KEYS = {"back": "back", "home": "home", "enter": "enter", "menu": "menu"}
 
 def build_mobile_agent_bench_set(git_dir: str | Path, out: str | Path, commit: str = "HEAD") -> int:
     """data.jsonl from a snapshot of the repository (every run under results/); returns the runs written."""
-    git = ["git", f"--git-dir={git_dir}"]
-    sha = subprocess.run(
-        [*git, "rev-parse", commit], capture_output=True, text=True, check=True
-    ).stdout.strip()
-    names = subprocess.run(
-        [*git, "ls-tree", "-r", "--name-only", sha], capture_output=True, text=True, check=True
-    ).stdout.splitlines()
-
-    def show(name: str) -> bytes | None:
-        shown = subprocess.run([*git, "show", f"{sha}:{name}"], capture_output=True)
-        return shown.stdout if shown.returncode == 0 else None
-
-    prompts = {}
-    for name in names:
-        if name.startswith("tasks/") and name.endswith(".yaml"):
-            task = yaml.safe_load(show(name) or b"") or {}
-            if isinstance(task, dict) and isinstance(task.get("id"), str):
-                prompts[task["id"]] = task.get("prompt")
     lines = []
-    for name in sorted(n for n in names if n.startswith("results/") and n.endswith("/transcript.jsonl")):
-        run_dir = name.removesuffix("/transcript.jsonl")
-        transcript, meta_raw = show(name), show(f"{run_dir}/meta.json")
-        if transcript is None:
-            continue
-        try:
-            meta = json.loads(meta_raw) if meta_raw else {}
-        except ValueError:
-            meta = {}
-        task = meta.get("task") or run_dir.split("/")[2]
-        record = trajectory(run_dir, transcript.decode("utf-8", "replace"), meta, prompts.get(task))
-        if record is not None:
-            record["source"] = {"repo": REPO, "commit": sha, "path": name, "license": LICENSE}
-            lines.append(record)
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines))
-    return len(lines)
+    with Snapshot(git_dir, commit) as snap:
+        names = snap.names()
+        prompts = {}
+        for name in names:
+            if name.startswith("tasks/") and name.endswith(".yaml"):
+                task = yaml.safe_load(snap.blob(name) or b"") or {}
+                if isinstance(task, dict) and isinstance(task.get("id"), str):
+                    prompts[task["id"]] = task.get("prompt")
+        for name in sorted(n for n in names if n.startswith("results/") and n.endswith("/transcript.jsonl")):
+            run_dir = name.removesuffix("/transcript.jsonl")
+            transcript = snap.text(name)
+            if transcript is None:
+                continue
+            meta = snap.json(f"{run_dir}/meta.json")
+            meta = meta if isinstance(meta, dict) else {}
+            task = meta.get("task") or run_dir.split("/")[2]
+            record = trajectory(run_dir, transcript, meta, prompts.get(task))
+            if record is not None:
+                record["source"] = snap.source(REPO, name, LICENSE)
+                lines.append(record)
+    return write_jsonl(out, lines)
 
 
 def trajectory(task_id: str, transcript: str, meta: dict, prompt: Any) -> dict | None:
