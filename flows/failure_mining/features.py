@@ -57,6 +57,7 @@ from flows.failure_mining.side_effects import (
     for_role,
     generic_name,
     is_selector,
+    opens_flow,
     selector_phrases,
 )
 
@@ -617,7 +618,11 @@ def _with_model_words(features: pl.DataFrame) -> pl.DataFrame:
         escaped = pl.col(name).str.escape_regex()
         kind = pl.col(f"{name}_kind")
         return frame.with_columns(
-            **{f"{name}_kind": control_kind(pl.col(name)), f"{name}_generic": generic_name(pl.col(name))}
+            **{
+                f"{name}_kind": control_kind(pl.col(name)),
+                f"{name}_generic": generic_name(pl.col(name)),
+                f"{name}_opens": opens_flow(pl.col(name)),
+            }
         ).with_columns(
             # the words call a Save / Create a button (searched where the kind is "change" only: one pattern a row)
             **{
@@ -648,7 +653,8 @@ def _with_model_words(features: pl.DataFrame) -> pl.DataFrame:
     said = kinds(said.with_columns(shown=pl.coalesce("_quoted", "_purpose")), "shown")
     if unquoted.is_empty():  # no selector-named click: the two readings are one
         said = said.with_columns(
-            named=pl.col("shown"), **{f"named_{c}": pl.col(f"shown_{c}") for c in ("kind", "generic", "button")}
+            named=pl.col("shown"),
+            **{f"named_{c}": pl.col(f"shown_{c}") for c in ("kind", "generic", "button", "opens")},
         )
     else:
         said = kinds(
@@ -669,7 +675,7 @@ def _with_model_words(features: pl.DataFrame) -> pl.DataFrame:
         kind=pl.when(clk)
         .then("shown_kind")
         .when(sel)
-        .then("named_kind")
+        .then(pl.when(~pl.col("named_opens")).then("named_kind"))  # "Buy Now" opens checkout (FLOW_OPENERS)
         .when(pl.col("drag") & pl.col("moved"))
         .then(pl.lit("change")),
         generic=pl.when(clk).then("shown_generic").when(sel).then("named_generic"),

@@ -19,7 +19,9 @@ A step is sensitive when
 - a target named by a CSS selector, an XPath or a resource id (`#addtobagID`, `div.btn_addtocart > a`,
   `com.shop:id/delete_button`: SELECTOR) has no control's name: the model's words name the control where
   they do (features._with_model_words: quoted, or unquoted next to a control noun, `Clicking on Add To Cart
-  button`, `the link ... labeled Add all DLC to Cart`), else the words of its ids and classes do
+  button`, `the link ... labeled Add all DLC to Cart`; a name that only opens a flow - Buy Now, Book Now,
+  Reserve, Create new: FLOW_OPENERS - names no kind, as the labels' "buttons that open forms or wizards"),
+  else the words of its ids and classes do
   (`selector_phrase`: a control phrase glued or spaced anywhere in one id or class, a single control word
   only when it is all that id says once UI nouns such as btn / button / link / icon are out);
 - a step after which the site asked to sign in or solve a CAPTCHA (SIGN_IN_URL: "Buy It Now" or "Like"
@@ -458,6 +460,28 @@ def command_kind(actions_json: pl.Expr) -> pl.Expr:
     for kind, pattern in reversed(COMMAND_PATTERNS):  # the first kind is applied last, so it wins
         out = pl.when(command.str.contains(pattern)).then(pl.lit(kind)).otherwise(out)
     return out
+
+
+# Names that open a purchase, booking or creation flow rather than commit one ("Buy Now", "Book Now",
+# "Reserve", "Create new": the checkout, the booking form, the new item's form come next), in the ten
+# languages. A selector-named target the model's words name so commits nothing (features._with_model_words);
+# the purchase is the flow's Place order / Pay now, the booking its Confirm.
+FLOW_OPENERS = (
+    "buy", "buy now", "buy it now", "book", "book now", "reserve", "reserve now", "order now", "shop now",
+    "create new", "add new", "new",
+    "jetzt kaufen", "kaufen", "jetzt buchen", "buchen", "reservieren", "acheter", "acheter maintenant",
+    "réserver", "comprar", "comprar ahora", "comprar agora", "reservar", "acquista", "acquista ora", "prenota",
+    "купить", "забронировать", "购买", "立即购买", "马上购买", "预订", "立即预订", "今すぐ購入", "購入", "予約",
+    "구매", "바로 구매", "예약",
+)
+
+
+def opens_flow(name: pl.Expr) -> pl.Expr:
+    """Whether a control's name is only one of FLOW_OPENERS ("Buy Now", "BOOK NOW »")."""
+    latin = [w for w in FLOW_OPENERS if not any("\u3040" <= c <= "\ud7af" for c in w)]
+    cjk = [w for w in FLOW_OPENERS if w not in latin]
+    alone = "|".join([*(_escape(w) for w in latin), *cjk])
+    return name.str.contains(rf"(?i)^[^\p{{L}}\p{{N}}]*(?:{alone})[^\p{{L}}\p{{N}}]*$").fill_null(False)
 
 
 def generic_name(name: pl.Expr) -> pl.Expr:

@@ -984,8 +984,9 @@ def test_the_words_name_a_selector_targets_control_unquoted_and_say_more_than_it
     """A DOM agent's words name the control as the tree shows it, without quotes: `Clicking on Add To Cart
     button`, `the link ... is labeled Add all DLC to Cart`, `le bouton Supprimer`, `кнопку с надписью
     Удалить`, `削除というボタン`; those say what a selector-named target is (before its ids: `Check stores`
-    on an add-to-cart container is no add); a link named Buy stays navigation; a search button sends nothing;
-    a click after which the site asks to sign in committed nothing."""
+    on an add-to-cart container is no add); a link named Buy stays navigation, and so does a Buy It Now or
+    Book Now the words name (it opens checkout or the booking form; Place Order commits); a search button
+    sends nothing; a click after which the site asks to sign in committed nothing."""
     said = {
         "en-noun": (_sel("#a > div > button"), "The towels are selected. Action: Clicking on Add To Cart button with element_id [34]."),
         "en-label": (_sel("#x > a", "link"), "The link with element_id [250] is labeled Add all DLC to Cart. Action: click"),
@@ -996,6 +997,9 @@ def test_the_words_name_a_selector_targets_control_unquoted_and_say_more_than_it
         "words-first": (_sel("#addToCartButtonOrTextIdFor896"), "Action: Clicking on the Check stores button with element_id [56]."),
         "buy-link": (_sel("#a > a", "link"), "Action: Clicking the Buy now link with element_id [9]."),
         "search": (_sel("#form > button"), "Action: Clicking the search submit button with element_id [85]."),
+        "buy-now": (_sel("#binBtn_btn_1"), "The button with element_id [167] is labeled Buy It Now. Action: click"),
+        "book-now": (_sel("#reserve > button"), "Action: Clicking the Book Now button with element_id [96]."),
+        "place-order": (_sel("#a > button"), "Action: Clicking the Place Order button with element_id [7]."),
     }
     steps = frame(
         *((k, [dict(step(a, "s0", **BLIND), raw_output=w), step(DONE, "s1", **BLIND)]) for k, (a, w) in said.items()),
@@ -1011,6 +1015,7 @@ def test_the_words_name_a_selector_targets_control_unquoted_and_say_more_than_it
         ("fr", 0): "delete",
         ("ru", 0): "delete",
         ("ja", 0): "delete",
+        ("place-order", 0): "pay",
     }
 
 
