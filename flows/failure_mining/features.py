@@ -48,7 +48,18 @@ from collections.abc import Callable
 
 import polars as pl
 
-from flows.failure_mining.side_effects import _pattern, command_kind, control_kind, effect_kind, generic_name
+from flows.failure_mining.side_effects import (
+    SIGN_IN_URL,
+    _pattern,
+    command_kind,
+    control_kind,
+    effect_kind,
+    for_role,
+    generic_name,
+    is_selector,
+    opens_flow,
+    selector_phrases,
+)
 
 CLICKS = ("left_click", "double_click", "right_click", "middle_click", "triple_click", "tap")
 SCROLLS = ("scroll", "hscroll")
@@ -93,6 +104,7 @@ ORIGIN = r"^([A-Za-z][A-Za-z0-9+.-]*://[^/?#]+)"
 HOST = r"^[A-Za-z][A-Za-z0-9+.-]*://([^/?#]+)"
 _TARGET_ROLE = r'"target"\s*:\s*\{[^}]*?"role"\s*:\s*"([^"]{1,40})"'
 _TARGET_NAME = r'"target"\s*:\s*\{[^}]*?"(?:name|label|text)"\s*:\s*"((?:[^"\\]|\\.){1,120})"'
+_TARGET_ANY_NAME = r'"target"\s*:\s*\{[^}]*?"name"\s*:\s*"((?:[^"\\]|\\.)+)"'
 # ... or the purpose it gave for the click: `click the cart icon to add this iPad to the bag`.
 _SAID_PURPOSE = (
     r"(?i)\b(?:click|tap|press)\w*\b[^.\n]{0,80}?\bto (add\b[^.\n]{0,50}?\bto (?:the |my |your |a )?"
@@ -317,6 +329,49 @@ _SAID_TARGET_ELSEWHERE = (
 )
 
 
+# The control named without quotes (agents that read an accessibility tree write names as they read them):
+# `Clicking on the Add to bag button`, `the link with element_id [250] labeled Add all DLC to Cart`, `a button
+# with the label Add To Cart`. English: the name between the click verb and a control noun, or after a word
+# that says the control is labelled so next to that noun; the name's first words count (control_kind reads
+# a kind from a name's opening), so where the name ends matters little. The other languages: the label
+# words after a control noun ("le bouton intitulé Supprimer", "die Schaltfläche mit der Aufschrift Löschen",
+# "кнопку с надписью Удалить") or the control noun followed by the name ("le bouton Ajouter au panier", "el
+# botón Eliminar", "кнопку Удалить"); Chinese, Japanese and Korean the name next to their "labelled" words
+# ("名为“保存”的按钮" is quoted and read above; "名为保存的按钮", "削除というボタン", "삭제라는 버튼"). Names of at
+# most six words, the last such name in the words wins.
+_UNQUOTED_NAME = r"([\p{L}\p{N}][\p{L}\p{N}'&+-]*(?:\s+[\p{L}\p{N}'&+-]+){0,5}?)"
+_UNQUOTED_LABEL = r"([\p{L}\p{N}][\p{L}\p{N}'&+-]*(?:\s+[\p{L}\p{N}'&+-]+){0,5})"  # up to where the words end
+_NOT_NAMES = ["the", "a", "an", "this", "that", "its", "it", "each", "any"]  # "click on the link with element_id"
+_CONTROL_NOUNS = r"(?:button|link|icon|option|tab|input|menu item|element|checkbox|control)"
+_LABEL_WORDS = (
+    r"(?:labell?ed|with the (?:label|text|title|caption)|named|titled|that (?:says|reads)|which (?:says|reads)|"
+    r"saying|reading)"
+)
+_SAID_UNQUOTED = (
+    r"(?i)\b(?:click|tap|press|hit)(?:ing|ed|s)?\s+(?:on\s+)?(?:the\s+)?"
+    + _UNQUOTED_NAME + r"\s+" + _CONTROL_NOUNS + r"\b",
+    r"(?i)\b" + _CONTROL_NOUNS + r"\b[^.\n]{0,60}?\b" + _LABEL_WORDS + r"\s+(?:as\s+)?" + _UNQUOTED_LABEL
+    + r"(?:[\s.,;:!?)]|$)",
+)
+_NOUNS_ELSEWHERE = (
+    r"(?:schaltfläche|knopf|bouton|botón|botão|pulsante|кнопк[аиуе]?|lien|enlace|collegamento|ссылк[аиуе]?)"
+)
+_LABELLED_ELSEWHERE = (
+    r"(?:beschriftet mit|mit der (?:beschriftung|aufschrift)|mit dem text|namens|intitulée?|libellée?|nommée?|"
+    r"avec le texte|etiquetad[oa]|con la etiqueta|con el texto|llamad[oa]|que dice|rotulad[oa]|com o rótulo|"
+    r"com o texto|chamad[oa]|que diz|etichettat[oa]|con l'etichetta|con il testo|chiamat[oa]|denominat[oa]|"
+    r"che dice|с надписью|с текстом|под названием|с меткой)"
+)
+_SAID_UNQUOTED_ELSEWHERE = (
+    r"(?i)" + _NOUNS_ELSEWHERE + r"\s+(?:[\p{L}-]+\s+){0,2}?" + _LABELLED_ELSEWHERE + r"\s+" + _UNQUOTED_LABEL
+    + r"(?:[\s.,;:!?)]|$)",
+    r"(?i)" + _NOUNS_ELSEWHERE + r"\s+(?-i:(\p{Lu}[\p{L}'-]*(?:\s+[\p{L}'-]+){0,4}))(?:[\s.,;:!?)]|$)",
+    r"(?:名为|名叫|标有|写着|标注为|显示为)\s?([^\s，。,、；;“”\"的]{1,20})\s?的?" + _CONTROL_NOUN,
+    r"([^\s、。，「」『』]{1,20}?)\s?(?:という|と書かれた|と表示された)(?:ボタン|リンク)",
+    r"([^\s,.]{1,20}?)\s?(?:이라는|라는|이라고 (?:표시된|적힌)|라고 (?:표시된|적힌))\s?(?:버튼|링크)",
+)
+
+
 # The evidence a finding rests on, weakest first; a finding records the strongest one that decided it.
 EVIDENCE_LEVELS = ("actions", "reasoning", "url", "ui_tree", "screenshot", "errors", "manifest")
 
@@ -402,12 +457,30 @@ def _per_action(acts: pl.LazyFrame) -> pl.LazyFrame:
         .with_columns(
             has_call_user=contains_action("call_user"),
             has_terminate=contains_action("terminate"),
-            _target_kind=control_kind(pl.col("target_name"), pl.col("act").str.extract(_TARGET_ROLE, 1)),
-            _target_generic=generic_name(pl.col("target_name")),
+            _target_role=pl.col("act").str.extract(_TARGET_ROLE, 1),
+            # the target's whole name when it is a CSS selector, an XPath or a resource id (any length: a
+            # selector is often longer than target_name's bound; side_effects.selector_phrase reads its end)
+            _target_selector=pl.col("act").str.extract(_TARGET_ANY_NAME, 1),
             _command_kind=command_kind(pl.col("act")),
         )
+        .with_columns(_target_selector=pl.when(is_selector(pl.col("_target_selector"))).then("_target_selector"))
         .drop("act")
     )
+
+
+def _with_target_kinds(per_action: pl.DataFrame) -> pl.DataFrame:
+    """`_target_kind` / `_target_generic`: what the target's name says (side_effects.control_kind with its
+    role), a selector-named target's by the words of its ids and classes (side_effects.selector_phrase:
+    `#addtobagID` reads "add to bag"); `_selector` that the target is named by a selector (its name is no
+    control's name: the model's words may name the control, see `_with_model_words`)."""
+    phrase = selector_phrases(per_action["_target_selector"])
+    selector = per_action["_target_selector"].is_not_null()
+    name = pl.when(pl.lit(selector)).then(pl.lit(phrase)).otherwise(pl.col("target_name"))
+    return per_action.with_columns(
+        _target_kind=control_kind(name, pl.col("_target_role")),
+        _target_generic=generic_name(name),
+        _selector=selector,
+    ).drop("_target_selector")
 
 
 def step_features(steps: pl.LazyFrame | pl.DataFrame) -> pl.DataFrame:
@@ -425,7 +498,9 @@ def step_features(steps: pl.LazyFrame | pl.DataFrame) -> pl.DataFrame:
         unmapped=pl.col("format_error").str.starts_with(_UNMAPPED).fill_null(False),
     ).with_columns(act_h=pl.when(pl.col("unmapped")).then(pl.col("format_error")).otherwise("act").hash())
     base = lf.collect(engine=ENGINE)
-    per_action = _per_action(base.lazy().select("act_h", "act").unique("act_h")).collect(engine=ENGINE)
+    per_action = _with_target_kinds(
+        _per_action(base.lazy().select("act_h", "act").unique("act_h")).collect(engine=ENGINE)
+    )
     at = base["act_h"].replace_strict(  # each step's row in per_action: a hash lookup, then plain gathers
         per_action["act_h"], pl.int_range(per_action.height, eager=True, dtype=pl.UInt32), return_dtype=pl.UInt32
     )
@@ -497,18 +572,28 @@ def _with_model_words(features: pl.DataFrame) -> pl.DataFrame:
     are not enough for that: on the ABP set three labelled loops are re-clicks whose thought the model
     repeated word for word ("Let me click the X button on the cookie banner more precisely" twice)."""
     click = pl.col("targetless") & pl.col("action_name").is_in(CLICKS)
+    # a click on a target named by a selector (side_effects.selector_phrase): the words may name the control
+    # it is; read for its kind only (its target_name and the loop detectors' signals stay as they were)
+    selected = (pl.col("_selector") & pl.col("action_name").is_in(CLICKS)).fill_null(False)
     aimed = pl.col("targetless") & pl.col("action_name").is_in(AIMED)  # a drag re-aimed is read as a click
     drag = pl.col("action_name").is_in(DRAGS)
     read = (aimed | drag | recurs()).fill_null(False) & pl.col("raw_output").is_not_null()
     after = (pl.col("same_prev") & read.shift(1)).fill_null(False) & pl.col("raw_output").is_not_null()
+    selected = selected & pl.col("raw_output").is_not_null()
     wanted = features.select(
-        click=(click & read).fill_null(False), drag=(drag & read).fill_null(False), rows=read | after
+        click=(click & read).fill_null(False),
+        drag=(drag & read).fill_null(False),
+        selected=selected,
+        signals=read | after,
+        rows=read | after | selected,
     )
     rows = wanted["rows"].arg_true()
     picked = features.select("raw_output").gather(rows).with_columns(
-        h=pl.col("raw_output").hash(), click=wanted["click"].gather(rows), drag=wanted["drag"].gather(rows)
+        h=pl.col("raw_output").hash(), **{c: wanted[c].gather(rows) for c in ("click", "drag", "selected", "signals")}
     )
     texts = picked.select("h", "raw_output").unique("h")
+    # the texts of selector-named targets' clicks, whose unquoted names are read (few: searched apart)
+    to_name = picked.filter("selected").select("h", "raw_output").unique("h")
     picked = picked.drop("raw_output")
     raw = pl.col("raw_output")
     # English: the last control named (the thought ends with the click it makes); the other languages: the
@@ -517,14 +602,45 @@ def _with_model_words(features: pl.DataFrame) -> pl.DataFrame:
     # (each pattern searched on its own: one alternation of them all ran 6x slower)
     sentences = raw.str.replace_all(_SENTENCE_END, "\x00").str.split("\x00")
     in_sentence = pl.coalesce(*(pl.element().str.extract(p, 1) for p in _SAID_TARGET_ELSEWHERE))
-    named = pl.coalesce(
+    quoted = (
         raw.str.extract_all(_SAID_TARGET).list.last().str.extract(_SAID_TARGET, 1),
         sentences.list.eval(pl.when(~pl.element().str.contains(_LATER_STEP_OPENING)).then(in_sentence))
         .list.drop_nulls()
         .list.last(),
-        raw.str.extract(_SAID_PURPOSE, 1),
     )
-    escaped = pl.col("named").str.escape_regex()
+    unquoted = to_name.select(
+        "h",
+        # the click verb, the name, a control noun (not a bare "the": "click on the link with ..."), else the
+        # name a label word gives, else the other languages' unquoted names
+        unquoted=pl.coalesce(
+            raw.str.extract_all(_SAID_UNQUOTED[0]).list.last().str.extract(_SAID_UNQUOTED[0], 1).replace(_NOT_NAMES, None),
+            raw.str.extract_all(_SAID_UNQUOTED[1]).list.last().str.extract(_SAID_UNQUOTED[1], 1),
+            *(raw.str.extract_all(p).list.last().str.extract(p, 1) for p in _SAID_UNQUOTED_ELSEWHERE),
+        ),
+    )
+
+    def kinds(frame: pl.DataFrame, name: str) -> pl.DataFrame:  # what a name the words give says
+        escaped = pl.col(name).str.escape_regex()
+        kind = pl.col(f"{name}_kind")
+        return frame.with_columns(
+            **{
+                f"{name}_kind": control_kind(pl.col(name)),
+                f"{name}_generic": generic_name(pl.col(name)),
+                f"{name}_opens": opens_flow(pl.col(name)),
+            }
+        ).with_columns(
+            # the words call a Save / Create a button (searched where the kind is "change" only: one pattern a row)
+            **{
+                f"{name}_button": pl.when(kind == "change")
+                .then(
+                    raw.str.contains(
+                        pl.format("(?i)(?:{}{}|{}{})", escaped, pl.lit(_BUTTON_AFTER), pl.lit(_BUTTON_BEFORE), escaped)
+                    )
+                )
+                .fill_null(False)
+            }
+        )
+
     said = texts.select(
         "h",
         "raw_output",
@@ -534,27 +650,45 @@ def _with_model_words(features: pl.DataFrame) -> pl.DataFrame:
         planned=raw.str.contains("\n", literal=True) & raw.str.contains(_SAID_TIMES),
         alone=~raw.str.contains("\n", literal=True),
         words=raw.str.replace(r"\n[^\n]*\z", "").hash(),
-        named=named,
+        _quoted=pl.coalesce(*quoted),
+        _purpose=raw.str.extract(_SAID_PURPOSE, 1),
         moved=raw.str.contains(_SAID_MOVED_INTO_FOLDER),
-    ).with_columns(
-        kind=control_kind(pl.col("named")),
-        generic=generic_name(pl.col("named")),
-    ).with_columns(
-        # the words call a Save / Create a button (searched where the kind is "change" only: one pattern a row)
-        button=pl.when(pl.col("kind") == "change")
-        .then(
-            raw.str.contains(
-                pl.format("(?i)(?:{}{}|{}{})", escaped, pl.lit(_BUTTON_AFTER), pl.lit(_BUTTON_BEFORE), escaped)
-            )
+    )
+    # the name a coordinate click's target is given (its target_name, which the loop detectors compare, and
+    # its kind): the quoted one or the purpose; a selector-named target's: the quoted, the unquoted, the purpose
+    said = kinds(said.with_columns(shown=pl.coalesce("_quoted", "_purpose")), "shown")
+    if unquoted.is_empty():  # no selector-named click: the two readings are one
+        said = said.with_columns(
+            named=pl.col("shown"),
+            **{f"named_{c}": pl.col(f"shown_{c}") for c in ("kind", "generic", "button", "opens")},
         )
-        .fill_null(False),
-    ).drop("raw_output")
+    else:
+        said = kinds(
+            said.join(unquoted, on="h", how="left", maintain_order="left").with_columns(
+                named=pl.coalesce("_quoted", "unquoted", "_purpose")
+            ),
+            "named",
+        ).drop("unquoted")
+    said = said.drop("raw_output", "_quoted", "_purpose")
+    # a coordinate click's control is the name its words quote (`shown`); a selector-named target's also the
+    # name they give unquoted (`named`: an agent reading a tree writes names as it reads them; on coordinate
+    # logs unquoted names found no side effect the quoted ones missed and added a false one, `the delete icon`
+    # of an editor's text box)
+    sel, clk = pl.col("selected"), pl.col("click")
     said = picked.join(said, on="h", how="left", maintain_order="left").with_columns(
-        named=pl.when(pl.col("click")).then("named"),
-        kind=pl.when(pl.col("click")).then("kind").when(pl.col("drag") & pl.col("moved")).then(pl.lit("change")),
-        generic=pl.when(pl.col("click")).then("generic"),
+        said_name=pl.when(sel).then(pl.col("named").is_not_null()),
+        named=pl.when(clk).then("shown"),
+        kind=pl.when(clk)
+        .then("shown_kind")
+        .when(sel)
+        .then(pl.when(~pl.col("named_opens")).then("named_kind"))  # "Buy Now" opens checkout (FLOW_OPENERS)
+        .when(pl.col("drag") & pl.col("moved"))
+        .then(pl.lit("change")),
+        generic=pl.when(clk).then("shown_generic").when(sel).then("named_generic"),
         # a Save / Create button, or a file dragged into a folder: a change the words alone show
-        commits=(pl.col("click") & pl.col("button")) | (pl.col("drag") & pl.col("moved")),
+        commits=(clk & pl.col("shown_button")) | (sel & pl.col("named_button")) | (pl.col("drag") & pl.col("moved")),
+        **{c: pl.col(c) & pl.col("signals") for c in ("failed", "worked", "new", "planned")},
+        words=pl.when("signals").then("words"),
     )
     n = features.height
 
@@ -580,22 +714,29 @@ def _with_model_words(features: pl.DataFrame) -> pl.DataFrame:
     if said["named"].null_count() == said.height and said["kind"].null_count() == said.height:
         # the words name no control and no move: the targets' kinds stand
         # (a target's kind and genericness are null / false where it has no name, as for no words)
-        return out.rename({"_target_kind": "_named_kind", "_target_generic": "_named_generic"})
+        return out.rename({"_target_kind": "_named_kind", "_target_generic": "_named_generic"}).drop(
+            "_selector", "_target_role"
+        )
+    # a target's own name says its kind; a selector's words too, unless the model's words name the control
+    words_name_it = spread("said_name").fill_null(False)
+    named_target = (pl.col("target_name").is_not_null() & ~pl.col("_selector")) | (
+        pl.col("_selector") & ~words_name_it
+    )
+    words_kind = for_role(spread("kind", pl.String, None), pl.col("_target_role"))
     return out.with_columns(
-        _named_kind=pl.when(pl.col("target_name").is_not_null())
+        _named_kind=pl.when(named_target)
         .then(pl.col("_target_kind"))
         # the model's plan names what it saves or creates in the same words ("save the location", "create
         # the report") as often as the control: from its words alone, those (side_effects "change") do not count
         # ... unless they call it a button (or the turn drags a file into a folder)
         .otherwise(
-            pl.when(spread("commits").fill_null(False)).then(spread("kind", pl.String, None))
-            .otherwise(spread("kind", pl.String, None).replace("change", None))
+            pl.when(spread("commits").fill_null(False)).then(words_kind).otherwise(words_kind.replace("change", None))
         ),
-        _named_generic=pl.when(pl.col("target_name").is_not_null())
+        _named_generic=pl.when(named_target)
         .then(pl.col("_target_generic"))
         .otherwise(spread("generic").fill_null(False)),
         target_name=pl.coalesce(pl.col("target_name"), spread("named", pl.String, None)),
-    ).drop("_target_kind", "_target_generic")
+    ).drop("_target_kind", "_target_generic", "_selector", "_target_role")
 
 
 def _per_value(values: pl.Series, kind: Callable[[pl.Expr], pl.Expr]) -> pl.Series:
@@ -618,6 +759,10 @@ def _with_sensitive(features: pl.DataFrame) -> pl.DataFrame:
     # commit...) or the site rejected the submit; either way nothing was committed (needs URLs to tell)
     filling = pl.col("action_name").is_in(_FILLING)
     opened_form = (~pl.col("url_changed") & nxt(filling) & ~prev(filling).fill_null(False)).fill_null(False)
+    # the site asked to sign in (or to solve a CAPTCHA) next: nothing was committed yet
+    urls = features["url"].drop_nulls().unique()
+    sign_in = features["url"].is_in(urls.filter(urls.str.contains(SIGN_IN_URL)).implode()).fill_null(False)
+    opened_form = opened_form | (nxt(pl.lit(sign_in)) & ~pl.lit(sign_in)).fill_null(False)
     # a timeout is the harness giving up waiting, not proof the click was not made (Playwright's "Timeout
     # 500ms exceeded" on most submits that reload the page): it does not clear a side effect
     error = pl.col("error")  # literal searches: a regular expression here cost 0.07 CPU-s per 500k steps

@@ -14,7 +14,18 @@ A step is sensitive when
   (Invite members) and commits nothing (features._with_sensitive); a bare OK counts when the instruction asks
   to delete or cancel (the dialog's OK performs it), a bare Submit also when it asks for a change;
 - a field, a choice or a header (CHOOSING_ROLES) commits nothing whatever its name, nor does a control whose
-  name ends in an ellipsis ("Create commit...": it opens a dialog);
+  name ends in an ellipsis ("Create commit...": it opens a dialog), nor one that searches ("Search submit",
+  "Submit search": SEARCH_WORDS, in the ten languages);
+- a target named by a CSS selector, an XPath or a resource id (`#addtobagID`, `div.btn_addtocart > a`,
+  `com.shop:id/delete_button`: SELECTOR) has no control's name: the model's words name the control where
+  they do (features._with_model_words: quoted, or unquoted next to a control noun, `Clicking on Add To Cart
+  button`, `the link ... labeled Add all DLC to Cart`; a name that only opens a flow - Buy Now, Book Now,
+  Reserve, Create new: FLOW_OPENERS - names no kind, as the labels' "buttons that open forms or wizards"),
+  else the words of its ids and classes do
+  (`selector_phrase`: a control phrase glued or spaced anywhere in one id or class, a single control word
+  only when it is all that id says once UI nouns such as btn / button / link / icon are out);
+- a step after which the site asked to sign in or solve a CAPTCHA (SIGN_IN_URL: "Buy It Now" or "Like"
+  while signed out) committed nothing;
 - else the turn runs a command that writes, moves, deletes, installs or sends (a CLI action's command, or
   a command typed into a terminal and entered: COMMAND_PATTERNS, `command_kind`), or presses the save chord
   (Ctrl+S): a desktop or terminal action has no control to name it, the command says what it does;
@@ -34,13 +45,22 @@ words, case-insensitively; CJK words match as substrings (no spaces between word
 the name is the one the model's words give in any of these languages (features._SAID_TARGET_ELSEWHERE: the
 quoted or bracketed name next to the language's click verb, `点击“保存”按钮`, `「削除」をクリック`, `cliquer sur
 « Supprimer »`), and the model's reports of failure or success are read in the same languages
-(features._FAILED_ELSEWHERE, _WORKED_ELSEWHERE). A control labelled in another language, or with an icon only
+(features._FAILED_ELSEWHERE, _WORKED_ELSEWHERE). Unquoted names are read in English (the click verb, the
+name, a control noun; or a label word - labeled, with the label, named, titled, says - and the name), in
+German, French, Spanish, Portuguese, Italian and Russian after the language's control noun, bare or with its
+label words (`le bouton Supprimer`, `die Schaltfläche mit der Aufschrift Löschen`, `кнопку с надписью
+Удалить`), in Chinese, Japanese and Korean next to their label words (`名为保存的按钮`, `削除というボタン`,
+`삭제라는 버튼`). Selector ids are matched against the control words written in ASCII (the English ones and
+such as `supprimer`, `eliminar`, `ajouter au panier`, `in den warenkorb`): ids are ASCII identifiers; a word
+with an accent or in another script (`löschen`, `удалить`, `删除`) is not looked for in them. A control labelled in another language, or with an icon only
 and no accessible name, is not recognised from its name: only
 its observed effect (the URL it led to) or a manifest can flag it. That limit is counted nowhere; read the
 side-effect recall per evidence level in `flywheel eval mining` to see what it costs on your data.
 """
 
 from __future__ import annotations
+
+import re
 
 import polars as pl
 
@@ -384,7 +404,19 @@ def _escape(word: str) -> str:
 
 
 # "add <something> to the cart / bag / favourites": the words need not be adjacent
-_ADD_TO = r"(?i)\badd\b[^.\n]{0,50}?\bto (?:the |my |your |a )?(?:cart|bag|basket|trolley|wish ?list|favou?rites|order)\b"
+_ADD_TO = r"(?i)\badd\b[^.\n]{0,50}?\bto (?:the |my |your |a )?(?:shopping )?(?:cart|bag|basket|trolley|wish ?list|favou?rites|order)\b"
+
+
+# A control that searches ("Search", "Submit search", "search submit button"), in the ten languages.
+SEARCH_WORDS = (
+    "search", "suchen", "suche", "rechercher", "recherche", "buscar", "búsqueda", "pesquisar", "pesquisa",
+    "cerca", "ricerca", "cercare", "поиск", "найти", "искать", "搜索", "搜尋", "查找", "検索", "검색",
+)
+_SEARCH = _pattern(SEARCH_WORDS)
+# Pages a site sends a visitor to before it commits anything for them: sign-in, log-in, a CAPTCHA. A step
+# after which the next page is one of those (and that was not taken on one) changed nothing yet: "Buy It
+# Now" or "Like" while signed out lands there (features._with_sensitive).
+SIGN_IN_URL = r"(?i)(?:^|[/.?&=_-])(?:sign[-_]?in|log[-_]?in|sign[-_]?on|captcha)(?:$|[/.?&=_#-])"
 
 
 def control_kind(name: pl.Expr, role: pl.Expr | None = None) -> pl.Expr:
@@ -399,13 +431,19 @@ def control_kind(name: pl.Expr, role: pl.Expr | None = None) -> pl.Expr:
         opening = name.str.strip_chars().str.contains(_pattern(words, opening=True))
         out = pl.when(opening | (anywhere & short)).then(pl.lit(kind)).otherwise(out)
     out = pl.when(name.str.contains(_ADD_TO)).then(pl.lit("cart")).otherwise(out)
+    # "Search submit", "Submit search", "Suchen": a search changes nothing, whatever verb names its button
+    out = pl.when(name.str.contains(_SEARCH)).then(None).otherwise(out)
     # "Create commit...": the ellipsis says the control opens a dialog for more input, and commits nothing
     out = pl.when(name.str.contains(r"(?:\.\.\.|…)\s*$")).then(None).otherwise(out)
-    if role is None:
-        return out
-    navigating = role.is_in(LINK_ROLES).fill_null(False) & out.is_in(NAVIGATING_KINDS)
+    return out if role is None else for_role(out, role)
+
+
+def for_role(kind: pl.Expr, role: pl.Expr) -> pl.Expr:
+    """A control's kind given its role: a link names no kind of NAVIGATING_KINDS, a field, a choice or a
+    header (CHOOSING_ROLES) none at all."""
+    navigating = role.is_in(LINK_ROLES).fill_null(False) & kind.is_in(NAVIGATING_KINDS)
     choosing = role.is_in(CHOOSING_ROLES).fill_null(False)
-    return pl.when(navigating | choosing).then(None).otherwise(out)
+    return pl.when(navigating | choosing).then(None).otherwise(kind)
 
 
 def command_kind(actions_json: pl.Expr) -> pl.Expr:
@@ -422,6 +460,28 @@ def command_kind(actions_json: pl.Expr) -> pl.Expr:
     for kind, pattern in reversed(COMMAND_PATTERNS):  # the first kind is applied last, so it wins
         out = pl.when(command.str.contains(pattern)).then(pl.lit(kind)).otherwise(out)
     return out
+
+
+# Names that open a purchase, booking or creation flow rather than commit one ("Buy Now", "Book Now",
+# "Reserve", "Create new": the checkout, the booking form, the new item's form come next), in the ten
+# languages. A selector-named target the model's words name so commits nothing (features._with_model_words);
+# the purchase is the flow's Place order / Pay now, the booking its Confirm.
+FLOW_OPENERS = (
+    "buy", "buy now", "buy it now", "book", "book now", "reserve", "reserve now", "order now", "shop now",
+    "create new", "add new", "new",
+    "jetzt kaufen", "kaufen", "jetzt buchen", "buchen", "reservieren", "acheter", "acheter maintenant",
+    "réserver", "comprar", "comprar ahora", "comprar agora", "reservar", "acquista", "acquista ora", "prenota",
+    "купить", "забронировать", "购买", "立即购买", "马上购买", "预订", "立即预订", "今すぐ購入", "購入", "予約",
+    "구매", "바로 구매", "예약",
+)
+
+
+def opens_flow(name: pl.Expr) -> pl.Expr:
+    """Whether a control's name is only one of FLOW_OPENERS ("Buy Now", "BOOK NOW »")."""
+    latin = [w for w in FLOW_OPENERS if not any("\u3040" <= c <= "\ud7af" for c in w)]
+    cjk = [w for w in FLOW_OPENERS if w not in latin]
+    alone = "|".join([*(_escape(w) for w in latin), *cjk])
+    return name.str.contains(rf"(?i)^[^\p{{L}}\p{{N}}]*(?:{alone})[^\p{{L}}\p{{N}}]*$").fill_null(False)
 
 
 def generic_name(name: pl.Expr) -> pl.Expr:
@@ -455,3 +515,122 @@ def asked_to_send(kind: pl.Expr, instruction: pl.Expr) -> pl.Expr:
     for a submit - for a change (CHANGE_REQUEST) the form then sends."""
     change = instruction.str.contains(_pattern(CHANGE_REQUEST)).fill_null(False)
     return consented(kind, instruction) | ((kind == "send") & change)
+
+
+# ---- targets named by a CSS selector, an XPath or a resource id ----------------------------------------
+# Logs of DOM agents often name the element an action hit by the selector their harness resolved it to
+# (`#addtobagID`, `#dlc_purchase_action > div.btn_addtocart > a`), Android logs by its resource id
+# (`com.shop:id/delete_button`), XPath logs by a path (`//button[@id='place-order']`). Such a name is no
+# control's name: the words in its ids, classes and attributes are read instead (`selector_phrase`).
+SELECTOR = (
+    r"^\s*[#.][A-Za-z_-]|\s>\s|:nth-(?:child|of-type)\(|^/{1,2}[\w*-]+(?:\[|/)|^[a-z][\w.]*:id/\w"
+    r"|^\s*(?:html|body|div|span|a|button|input|li|ul|ol|section|main|form|nav|header|footer|img|svg|label|select"
+    r"|textarea|p|h[1-6]|td|tr|table|article|aside)(?:[#.\[][\w-]|\s*>)"
+)
+_SELECTOR_RE = re.compile(SELECTOR)
+# Words of a developer's names that say what an element is, not what it does (`btn_addtocart`,
+# `delete-button`, `js-submit`): taken out before a name's words are compared with a control's.
+UI_NOUNS = frozenset(
+    "btn button buttons link links icon icons js cta action actions trigger wrapper container wrap el elem item "
+    "control ctrl input submitbtn primary secondary main default large small sm lg md xs xl".split()
+)
+# Attributes whose value is the control's name as a user reads it (`button[aria-label="Add to cart"]`) and
+# attributes whose value is a developer's name for it (`input[name=delete]`, `[data-testid=place-order]`).
+_NAME_ATTRS = ("aria-label", "title", "alt", "value", "text()", "label")
+MAX_SELECTOR = 400  # characters of a selector read; longer ones are cut (they are paths, the end is kept)
+MAX_NAME_WORDS = 12  # words of one id or class compared with the control words
+_ATTR = re.compile(r"""\[\s*@?([\w:()-]{1,40})\s*[~|^$*]?=\s*(["']?)([^"'\]]{0,80})\2\s*\]""")
+
+
+def _glued_phrases() -> tuple[tuple[str, str], ...]:
+    """(phrase, phrase without spaces) for every control phrase of two or more Latin words, in
+    CONTROL_WORDS' order ("add to cart", "addtocart")."""
+    return tuple((w, w.replace(" ", "")) for words in CONTROL_WORDS.values() for w in words if " " in w and w.isascii())
+
+
+_GLUED = _glued_phrases()
+_SINGLE_WORDS = frozenset(w for words in CONTROL_WORDS.values() for w in words if w.isascii())
+
+
+def _id_words(identifier: str) -> list[str]:
+    """A developer's name split into lowercase words: on _ - . / : and camelCase (`addToCartButton` ->
+    add to cart button); digits and one-letter pieces are dropped (hashes, `css-1dbjc4n`)."""
+    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", " ", identifier[:120])
+    words = [w.lower() for w in re.split(r"[\s_\-./:]+", spaced) if w]
+    return [w for w in words if w.isalpha() and len(w) > 1][:MAX_NAME_WORDS]
+
+
+def _phrase_of_identifier(identifier: str) -> str | None:
+    """The control phrase an id or class says, if any: a phrase of two or more words written glued or
+    spaced anywhere in it (`btn_addtocart`, `pickup-add-to-cart-button`), or one control word alone once UI
+    nouns are taken out (`delete-btn`, `#submit`, `btnSave`); the phrase is given spaced, as a control's name
+    would say it ("add to cart"). A single word among others (`post-title`,
+    `save-price`, `book-cover`) says nothing: it is a noun as often as a verb."""
+    words = _id_words(identifier)
+    runs = {"".join(words[i:j]) for i in range(len(words)) for j in range(i + 1, len(words) + 1)}
+    for phrase, glued in _GLUED:  # a run of words, or one word that opens or ends with it ("quickaddtocart")
+        if glued in runs or any(w.startswith(glued) or w.endswith(glued) for w in words):
+            return phrase
+    rest = " ".join(w for w in words if w not in UI_NOUNS)
+    return rest if rest in _SINGLE_WORDS else None
+
+
+def _compounds(selector: str) -> list[str]:
+    """A CSS selector's compound selectors, outermost first (split on combinators outside brackets)."""
+    out, depth, cur = [], 0, []
+    for c in selector:
+        depth += c in "[(" and 1 or (-1 if c in "])" and depth else 0)
+        if depth == 0 and c in " >+~":
+            if cur:
+                out.append("".join(cur))
+            cur = []
+        else:
+            cur.append(c)
+    if cur:
+        out.append("".join(cur))
+    return out
+
+
+def selector_phrase(name: str | None) -> str | None:
+    """What a selector-, XPath- or resource-id-named target says it is, as a control's name for
+    `control_kind` (null when the name is no selector or its ids say nothing): the element's own ids,
+    classes and attributes, or where it has none (an `a` inside `div.btn_addtocart`) its parent's. An
+    attribute holding the user-visible name (aria-label, title, alt, value, XPath text()) is that name."""
+    if not name or not _SELECTOR_RE.search(name):
+        return None
+    s = name[-MAX_SELECTOR:].replace("\\", "")
+    rid = re.match(r"^[a-z][\w.]*:id/([\w.]{1,120})$", s)
+    if rid:
+        return _phrase_of_identifier(rid.group(1))
+    if s.lstrip().startswith("/"):  # XPath: its steps, the last one first
+        parts = [p for p in re.split(r"/(?![^\[]*\])", s) if p]
+    else:
+        parts = _compounds(re.sub(r":[\w-]+(?:\([^)]*\))?", "", s))
+    for part in parts[::-1][:2]:
+        attrs = _ATTR.findall(part)
+        for attr, _, value in attrs:
+            if attr.lower() in _NAME_ATTRS and value.strip():
+                return value.strip()
+        bare = _ATTR.sub(" ", part)
+        idents = re.findall(r"[#.]([\w-]{1,120})", bare) + [v for a, _, v in attrs if a.lower() not in _NAME_ATTRS]
+        for ident in idents:
+            phrase = _phrase_of_identifier(ident)
+            if phrase:
+                return phrase
+        if idents:  # the element has names of its own and none says a control: its parent's say less
+            return None
+    return None
+
+
+def is_selector(name: pl.Expr) -> pl.Expr:
+    """Whether a target's name is a CSS selector, an XPath or a resource id (see SELECTOR)."""
+    return name.str.contains(SELECTOR).fill_null(False)
+
+
+def selector_phrases(names: pl.Series) -> pl.Series:
+    """`selector_phrase` of each name, computed once per distinct selector-like name (null for the rest)."""
+    distinct = names.filter(names.str.contains(SELECTOR).fill_null(False)).unique()
+    if distinct.is_empty():
+        return pl.repeat(None, names.len(), dtype=pl.String, eager=True).alias(names.name)
+    phrases = [selector_phrase(v) for v in distinct.to_list()]
+    return names.replace_strict(distinct, pl.Series(phrases, dtype=pl.String), default=None, return_dtype=pl.String)

@@ -964,3 +964,123 @@ def test_going_round_a_few_turns_in_varying_order_while_each_is_reported_failing
     ))
     assert reasons(found) == [("stuck", "loop", "short_cycle", 3, 6)]  # from the first turn issued again
     assert found["evidence_level"][0] == "reasoning"
+
+
+# issue 15 (helper 15o): targets named by CSS selectors, controls named without quotes, effects reported
+
+
+def _sel(selector: str, role: str = "element") -> dict:
+    return {"action": "left_click", "target": {"role": role, "name": selector, "nth": 0}}
+
+
+def test_a_target_named_by_a_selector_or_resource_id_is_read_by_the_words_of_its_ids_and_classes():
+    """DOM harnesses name the element by the selector they resolved (`#addtobagID`), Android ones by the
+    resource id: glued or spaced control phrases anywhere in an id or class count, a single control word
+    only when it is all the id says once UI nouns are out (`delete-btn`); the element's own names first,
+    its parent's where it has none; a single word among others (`purchase_price`, `post-title`) is none."""
+    steps = frame(
+        ("glued", _one(_sel("#addtobagID"))),
+        ("parent", _one(_sel("#dlc_purchase_action > div.btn_addtocart > a", "link"))),
+        ("class", _one(_sel("#rec > div:nth-child(1) > button.pip-btn.pip-product-compact__add-to-cart-button"))),
+        ("camel", _one(_sel("#addToCartButtonOrTextIdFor89613016"))),
+        ("android", _one(_sel("com.shop.app:id/delete_button"))),
+        ("xpath", _one(_sel("//div[2]/button[@id='place-order']"))),
+        ("aria", _one(_sel('button[aria-label="Remove item"]'))),
+        ("long", _one(_sel("#root > " + "div.css-1dbjc4n > " * 20 + "button.remove-btn"))),
+        ("price", _one(_sel("#purchase_price"))),
+        ("title", _one(_sel("div.post-title > a", "link"))),
+        ("far", _one(_sel("#pip-buy-module-content > div.js-buy-module > div > div > button"))),
+        ("search", _one(_sel("#twotabsearchtextbox"))),
+        ("file", _one(click("index.html", "link"))),
+    )
+    assert _side_effects(steps) == {
+        ("glued", 0): "cart",
+        ("parent", 0): "cart",
+        ("class", 0): "cart",
+        ("camel", 0): "cart",
+        ("android", 0): "delete",
+        ("xpath", 0): "pay",
+        ("aria", 0): "delete",
+        ("long", 0): "delete",
+    }
+
+
+def test_a_huge_selector_is_cut_and_read_in_bounded_time():
+    """A selector crafted to be huge (a million characters, ten thousand classes, brackets never closed)
+    is read from its last MAX_SELECTOR characters, each id by its first words: no blow-up."""
+    import time
+
+    from flows.failure_mining.side_effects import MAX_SELECTOR, selector_phrase
+
+    huge = [
+        "#" + "a" * 1_000_000,
+        "div > " * 200_000 + "button",
+        "#x" + ".add-to-cart-" * 10_000,
+        "#" + "-".join(["add"] * 100_000),
+        "#a" + "[" * 100_000,
+        'button[aria-label="' + "x" * 100_000,
+    ]
+    start = time.perf_counter()
+    phrases = [selector_phrase(s) for s in huge]
+    assert time.perf_counter() - start < 2.0
+    assert phrases[2] == "add to cart" and phrases[0] is None and MAX_SELECTOR <= 1000
+    steps = frame(*((f"h{i}", _one(_sel(s))) for i, s in enumerate(huge[:3])))
+    assert set(_side_effects(steps)) <= {("h2", 0)}
+
+
+def test_the_words_name_a_selector_targets_control_unquoted_and_say_more_than_its_ids():
+    """A DOM agent's words name the control as the tree shows it, without quotes: `Clicking on Add To Cart
+    button`, `the link ... is labeled Add all DLC to Cart`, `le bouton Supprimer`, `кнопку с надписью
+    Удалить`, `削除というボタン`; those say what a selector-named target is (before its ids: `Check stores`
+    on an add-to-cart container is no add); a link named Buy stays navigation, and so does a Buy It Now or
+    Book Now the words name (it opens checkout or the booking form; Place Order commits); a search button
+    sends nothing; a click after which the site asks to sign in committed nothing."""
+    said = {
+        "en-noun": (_sel("#a > div > button"), "The towels are selected. Action: Clicking on Add To Cart button with element_id [34]."),
+        "en-label": (_sel("#x > a", "link"), "The link with element_id [250] is labeled Add all DLC to Cart. Action: click"),
+        "follow": (_sel("#team > h1 > button", "button"), "Action: Clicking the Follow team button with element_id [382]."),
+        "fr": (_sel("#a > button"), "Je clique sur le bouton Supprimer pour retirer l'article."),
+        "ru": (_sel("#a > button"), "Нажимаю кнопку с надписью Удалить."),
+        "ja": (_sel("#a > button"), "削除というボタンをクリックします。"),
+        "words-first": (_sel("#addToCartButtonOrTextIdFor896"), "Action: Clicking on the Check stores button with element_id [56]."),
+        "buy-link": (_sel("#a > a", "link"), "Action: Clicking the Buy now link with element_id [9]."),
+        "search": (_sel("#form > button"), "Action: Clicking the search submit button with element_id [85]."),
+        "buy-now": (_sel("#binBtn_btn_1"), "The button with element_id [167] is labeled Buy It Now. Action: click"),
+        "book-now": (_sel("#reserve > button"), "Action: Clicking the Book Now button with element_id [96]."),
+        "place-order": (_sel("#a > button"), "Action: Clicking the Place Order button with element_id [7]."),
+    }
+    steps = frame(
+        *((k, [dict(step(a, "s0", **BLIND), raw_output=w), step(DONE, "s1", **BLIND)]) for k, (a, w) in said.items()),
+        ("signin", [
+            dict(step(_sel("#binBtn_btn_1"), "s0", url="https://shop.example/itm/1"), raw_output="Clicking the Delete button."),
+            step(DONE, "s1", url="https://signin.shop.example/ws/SignIn?ru=x"),
+        ]),
+    )
+    assert _side_effects(steps) == {
+        ("en-noun", 0): "cart",
+        ("en-label", 0): "cart",
+        ("follow", 0): "change",
+        ("fr", 0): "delete",
+        ("ru", 0): "delete",
+        ("ja", 0): "delete",
+        ("place-order", 0): "pay",
+    }
+
+
+def test_unquoted_names_are_read_for_selector_named_targets_only():
+    """A coordinate click's control is the name its words quote: unquoted, "the delete icon" of an editor's
+    text box is no deletion (on coordinate logs unquoted names found nothing the quoted ones missed), and
+    its target_name, which the loop detectors compare, stays the quoted name; the same words on a
+    selector-named target name its control."""
+    from flows.failure_mining.features import step_features
+
+    words = "Let me click the Delete button."
+    rows = [dict(step(click_at(500, 500), "s0", **BLIND), raw_output=words), step(DONE, "s1", **BLIND)]
+    sel = [dict(step(_sel("#editor > div > button"), "s0", **BLIND), raw_output=words), step(DONE, "s1", **BLIND)]
+    quoted = [dict(step(click_at(500, 500), "s0", **BLIND), raw_output='Let me click "Delete".'), step(DONE, "s1", **BLIND)]
+    f = step_features(frame(("coords", rows), ("selector", sel), ("quoted", quoted)))
+    assert f.filter(pl.col("step_index") == 0).select("trajectory_id", "sens", "target_name").sort("trajectory_id").rows() == [
+        ("coords", None, None),
+        ("quoted", "delete", "Delete"),
+        ("selector", "delete", "#editor > div > button"),
+    ]
