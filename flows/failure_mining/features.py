@@ -495,8 +495,11 @@ def _with_model_words(features: pl.DataFrame) -> pl.DataFrame:
     aimed = pl.col("targetless") & pl.col("action_name").is_in(AIMED)  # a drag re-aimed is read as a click
     drag = pl.col("action_name").is_in(DRAGS)
     read = (aimed | drag | recurs()).fill_null(False) & pl.col("raw_output").is_not_null()
+    # (`read` taken first: in one select with its three uses below, its recurrence tests ran three times)
+    flags = features.select("same_prev", "raw_output", read=read, click=click, drag=drag)
+    read, click, drag = pl.col("read"), pl.col("click"), pl.col("drag")
     after = (pl.col("same_prev") & read.shift(1)).fill_null(False) & pl.col("raw_output").is_not_null()
-    wanted = features.select(
+    wanted = flags.select(
         click=(click & read).fill_null(False), drag=(drag & read).fill_null(False), rows=read | after
     )
     rows = wanted["rows"].arg_true()
