@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 from pathlib import Path
 from typing import Any
+
+from flows.failure_mining.snapshot import Snapshot, write_jsonl
 
 REPO = "gyaanantia/android_world_agents"
 LICENSE = "none stated (no licence file; the README says it follows AndroidWorld's terms, Apache-2.0)"
@@ -42,32 +43,15 @@ _CLASS_ROLES = {
 
 def build_android_world_agents_set(git_dir: str | Path, out: str | Path, commit: str = "HEAD") -> int:
     """data.jsonl from a snapshot of the repository (every run JSON under results/); returns the runs written."""
-    git = ["git", f"--git-dir={git_dir}"]
-    sha = subprocess.run(
-        [*git, "rev-parse", commit], capture_output=True, text=True, check=True
-    ).stdout.strip()
-    names = subprocess.run(
-        [*git, "ls-tree", "-r", "--name-only", sha, "results/"], capture_output=True, text=True, check=True
-    ).stdout.splitlines()
     lines = []
-    for name in sorted(names):
-        if not name.endswith(".json"):
-            continue
-        shown = subprocess.run([*git, "show", f"{sha}:{name}"], capture_output=True)
-        if shown.returncode != 0:  # a blob the snapshot does not carry
-            continue
-        try:
-            run = json.loads(shown.stdout)
-        except ValueError:
-            continue
-        record = trajectory(name.removesuffix(".json"), run)
-        if record is not None:
-            record["source"] = {"repo": REPO, "commit": sha, "path": name, "license": LICENSE}
-            lines.append(record)
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines))
-    return len(lines)
+    with Snapshot(git_dir, commit) as snap:
+        for name in sorted(n for n in snap.names("results/") if n.endswith(".json")):
+            # a blob the snapshot does not carry, or not JSON, is None: not an episode
+            record = trajectory(name.removesuffix(".json"), snap.json(name))
+            if record is not None:
+                record["source"] = snap.source(REPO, name, LICENSE)
+                lines.append(record)
+    return write_jsonl(out, lines)
 
 
 def trajectory(task_id: str, run: Any) -> dict | None:

@@ -237,7 +237,12 @@ _NEW_ELSEWHERE = (
 )
 _SAID_NEW_ELSEWHERE = _pattern(_NEW_ELSEWHERE)
 # The model planning a repeat within one turn: "Let me click the plus button 4 times".
-_SAID_TIMES = r"(?i)\b(?:\d+|two|three|four|five|six|seven|eight|nine|ten|several|a few) (?:more )?times\b"
+# ... or the taps, clicks, presses, swipes or scrolls still to make: "I need 5 more taps to reach 7", "4-5 more
+# swipes" (mining-9; the action words only: "a few more attempts" is a retry, not a plan)
+_SAID_TIMES = (
+    r"(?i)\b(?:\d+(?:-\d+)?|two|three|four|five|six|seven|eight|nine|ten|several|a few) (?:more )?(?:times\b|"
+    r"(?:taps|clicks|presses|swipes|scrolls)\b)"
+)
 # In a model's own words, the control it is about to click: `click on the "Save" button`, `tap 'Send'`.
 _SAID_TARGET = (
     r"""(?i)(?:click|tap|press|select|hit)(?:ing|s)?\s+(?:on\s+)?(?:the\s+)?["'“‘]([^"'”’\n]{1,60})["'”’]"""
@@ -530,6 +535,7 @@ def _with_model_words(features: pl.DataFrame) -> pl.DataFrame:
         worked=raw.str.contains(_SAID_WORKED) | raw.str.contains(_SAID_WORKED_ELSEWHERE),
         new=raw.str.contains(_SAID_NEW) | raw.str.contains(_SAID_NEW_ELSEWHERE),
         planned=raw.str.contains("\n", literal=True) & raw.str.contains(_SAID_TIMES),
+        alone=~raw.str.contains("\n", literal=True),
         words=raw.str.replace(r"\n[^\n]*\z", "").hash(),
         named=named,
         moved=raw.str.contains(_SAID_MOVED_INTO_FOLDER),
@@ -562,8 +568,15 @@ def _with_model_words(features: pl.DataFrame) -> pl.DataFrame:
     failed = failed & ~new  # "The right arrow is still visible" after new items appeared: progress
     words = spread("words", pl.UInt64, None)
     same_words = (features["same_prev"] & (words == words.shift(1))).fill_null(False)
+    planned = spread("planned").fill_null(False)
+    # the repeats after a turn that planned them ("I need 5 more taps"), each with no words of its own (one
+    # line: the call alone, as a transcript logs every tool call of a turn) or the same words, none saying it
+    # failed, carry that plan out: one turn, not new attempts (mining-9)
+    repeat = features["is_repeat"].fill_null(False)
+    plan = pl.DataFrame({"run": (~repeat).cum_sum(), "p": planned & ~repeat}).select(pl.col("p").any().over("run"))
+    carried = repeat & plan.to_series() & (spread("alone").fill_null(False) | same_words) & ~failed
     out = features.with_columns(
-        same_turn=same_words & spread("planned").fill_null(False),
+        same_turn=(same_words & planned) | carried,
         said_failed=failed,
         said_worked=(worked & ~failed) | new,
     )

@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 from pathlib import Path
 from typing import Any
+
+from flows.failure_mining.snapshot import Snapshot, write_jsonl
 
 REPO = "nottelabs/open-operator-evals"
 AGENTS = {"Notte": "notte-gemini-2.0-flash", "BrowserUse": "browser-use-gpt-4o", "Convergence": "proxy-lite"}
@@ -43,32 +44,21 @@ _ATTR = re.compile(r'(\w+)="([^"]*)"')
 
 def build_operator_evals_set(git_dir: str | Path, out: str | Path, commit: str = "HEAD", runs=RUNS) -> int:
     """data.jsonl from a snapshot of open-operator-evals (runs `runs` of every task); returns the count."""
-    git = ["git", f"--git-dir={git_dir}"]
-    sha = subprocess.run(
-        [*git, "rev-parse", commit], capture_output=True, text=True, check=True
-    ).stdout.strip()
-    names = subprocess.run(
-        [*git, "ls-tree", "-r", "--name-only", sha, "WebVoyager30"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.splitlines()  # task folder names hold spaces ("Google Map--1")
     lines = []
-    for path in sorted(p for p in names if p.endswith("/results_no_screenshot.json")):
-        agent, _stamp, _task, run = path.split("/")[1:5]
-        if agent not in AGENTS or run not in runs:
-            continue
-        result = json.loads(
-            subprocess.run([*git, "show", f"{sha}:{path}"], capture_output=True, text=True, check=True).stdout
-        )
-        record = trajectory(agent, result, run)
-        if record["steps"]:  # a run that timed out before its first model call has nothing to judge
-            record["source"] = {"repo": REPO, "commit": sha, "path": path, "license": "none stated"}
-            lines.append(record)
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines))
-    return len(lines)
+    with Snapshot(git_dir, commit) as snap:
+        names = snap.names("WebVoyager30")  # task folder names hold spaces ("Google Map--1")
+        for path in sorted(p for p in names if p.endswith("/results_no_screenshot.json")):
+            agent, _stamp, _task, run = path.split("/")[1:5]
+            if agent not in AGENTS or run not in runs:
+                continue
+            result = snap.json(path)
+            if not isinstance(result, dict):  # a blob the snapshot does not carry, or not JSON
+                continue
+            record = trajectory(agent, result, run)
+            if record["steps"]:  # a run that timed out before its first model call has nothing to judge
+                record["source"] = snap.source(REPO, path, "none stated")
+                lines.append(record)
+    return write_jsonl(out, lines)
 
 
 def trajectory(agent: str, result: dict, run: str) -> dict:

@@ -15,11 +15,11 @@ call the harness could not run (only a comment is left) no action at all.
 from __future__ import annotations
 
 import ast
-import json
 import re
-import subprocess
 from pathlib import Path
 from typing import Any
+
+from flows.failure_mining.snapshot import Snapshot, write_jsonl
 
 REPO = "izaias-saturnino/PLN-Multimodal-LLM-OSWorld-Trail-Summary"
 TEXTS = "outputs/trajectory_texts"
@@ -41,25 +41,16 @@ _BUTTONS = {"right": "right_click", "middle": "middle_click"}
 def build_osworld_verified_set(git_dir: str | Path, out: str | Path, commit: str = "HEAD") -> int:
     """data.jsonl from a snapshot of the repository (every run text under TEXTS); returns the runs written.
     A file that is not a run (no task or no step) is left out."""
-    git = ["git", f"--git-dir={git_dir}"]
-    sha = subprocess.run([*git, "rev-parse", commit], capture_output=True, text=True, check=True).stdout.strip()
-    names = subprocess.run(
-        [*git, "ls-tree", "-r", "--name-only", sha, f"{TEXTS}/"], capture_output=True, text=True, check=True
-    ).stdout.splitlines()
     lines = []
-    for name in sorted(names):
-        m = _FILE.match(name.removeprefix(f"{TEXTS}/"))
-        if not m:
-            continue
-        blob = subprocess.run([*git, "show", f"{sha}:{name}"], capture_output=True, check=True).stdout
-        record = trajectory(f"{m['model']}/{m['task']}", m["model"], blob.decode("utf-8", "replace"))
-        if record is not None:
-            record["source"] = {"repo": REPO, "commit": sha, "path": name, "license": LICENSE}
-            lines.append(record)
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines))
-    return len(lines)
+    with Snapshot(git_dir, commit) as snap:
+        for name in sorted(snap.names(f"{TEXTS}/")):
+            m = _FILE.match(name.removeprefix(f"{TEXTS}/"))
+            text = snap.text(name) if m else None
+            record = trajectory(f"{m['model']}/{m['task']}", m["model"], text) if text is not None else None
+            if record is not None:
+                record["source"] = snap.source(REPO, name, LICENSE)
+                lines.append(record)
+    return write_jsonl(out, lines)
 
 
 def trajectory(task_id: str, model: str, text: str) -> dict | None:

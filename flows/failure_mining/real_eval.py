@@ -20,7 +20,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import subprocess
 import tempfile
 from pathlib import Path
 
@@ -29,6 +28,7 @@ import polars as pl
 from flows.failure_mining.detectors import detect_all
 from flows.failure_mining.evaluation import TOLERANCE, _matched
 from flows.failure_mining.features import attach_trajectories, step_features
+from flows.failure_mining.snapshot import Snapshot, write_jsonl
 from lake import Lake
 
 KINDS = ("loop", "side_effect")
@@ -42,25 +42,25 @@ LABELS = EVAL_DATA / "labels.jsonl"
 # the tune / held-out split). The data is built from public repositories (see each set's notes).
 KNOWN_SETS = {
     "abp": ("FLYWHEEL_MINING_EVAL", "abp", LABELS, True),  # LABELLING.md; tuned on: in-sample
-    "operator_evals": (  # OPERATOR_EVALS.md; labelled before any detector ran on it, never tuned on
+    "operator_evals": (  # OPERATOR_EVALS.md; runs 0-1 of three web agents (see SET_STATUS)
         "FLYWHEEL_MINING_EVAL_OPERATOR",
         "operator_evals",
         EVAL_DATA / "operator_evals_labels.jsonl",
         False,
     ),
-    "operator_evals_run2": (  # the same source's run 2 (runs=("2",)), labelled after the last rule was made
+    "operator_evals_run2": (  # the same source's run 2 (runs=("2",))
         "FLYWHEEL_MINING_EVAL_OPERATOR_RUN2",
         "operator_evals_run2",
         EVAL_DATA / "operator_evals_run2_labels.jsonl",
         False,
     ),
-    "operator_evals_heldout": (  # the same source's runs 3-7 (runs=("3", ..., "7")), labelled blind, never read by a rule
+    "operator_evals_heldout": (  # the same source's runs 3-7 (runs=("3", ..., "7"))
         "FLYWHEEL_MINING_EVAL_OPERATOR_HELDOUT",
         "operator_evals_heldout",
         EVAL_DATA / "operator_evals_heldout_labels.jsonl",
         False,
     ),
-    "webarena_colorbrowser": (  # WEBARENA_COLORBROWSER.md; another agent and harness, labelled blind, never tuned on
+    "webarena_colorbrowser": (  # WEBARENA_COLORBROWSER.md; another agent and harness
         "FLYWHEEL_MINING_EVAL_WEBARENA",
         "webarena_colorbrowser",
         EVAL_DATA / "webarena_colorbrowser_labels.jsonl",
@@ -90,6 +90,34 @@ KNOWN_SETS = {
         EVAL_DATA / "webcanvas_labels.jsonl",
         False,
     ),
+    "gbox_webarena": (  # GBOX_WEBARENA.md; Claude Code through GBOX's browser tools on WebArena (babelcloud/webarena), labelled blind
+        "FLYWHEEL_MINING_EVAL_GBOX_WEBARENA",
+        "gbox_webarena",
+        EVAL_DATA / "gbox_webarena_labels.jsonl",
+        False,
+    ),
+    "mobile_agent_bench": (  # MOBILE_AGENT_BENCH.md; Claude Code + four MCP stacks on an Android phone, labelled blind
+        "FLYWHEEL_MINING_EVAL_MOBILE_AGENT_BENCH",
+        "mobile_agent_bench",
+        EVAL_DATA / "mobile_agent_bench_labels.jsonl",
+        False,
+    ),
+}
+# How much each set can still tell: every set was labelled blind (ABP excepted) and scored once before any rule
+# was chosen reading it; once its findings are read to choose rules it is in-sample, and its figures say how
+# well the rules fit it, not how they carry over. `flywheel eval mining --real` reports this beside the figures.
+SET_STATUS = {
+    "abp": "in-sample: labelled while the rules were written (mining-2); both halves read since mining-4",
+    "operator_evals": "in-sample: blind at mining-3 (loop F1 0.697); read to choose rules since mining-5",
+    "operator_evals_run2": "in-sample: blind at mining-4 (loop F1 0.667); read to choose rules since mining-5",
+    "operator_evals_heldout": "in-sample: blind at mining-7 (loop F1 0.840); read since mining-9 (2026-12-02)",
+    "webarena_colorbrowser": "in-sample: blind at mining-5 (loop F1 0.343); read to choose rules since mining-6",
+    "webchorearena_colorbrowser": "in-sample: blind before mining-6; read to choose rules since mining-6",
+    "osworld_verified": "in-sample: blind at mining-7 (loop F1 0.721, ranks 0-224); read to choose rules since",
+    "android_world_agents": "in-sample: blind at mining-7 (loop F1 0.522); read since mining-9",
+    "webcanvas": "in-sample: blind at mining-8 (loop F1 0.406); read since mining-9",
+    "gbox_webarena": "blind at mining-9 (loop F1 0.0, side effects R 0.836); loops read since",
+    "mobile_agent_bench": "blind at mining-9 (loop F1 0.399, side effects R 0.114); loops read since",
 }
 HALVES = ("tune", "held_out")
 
@@ -102,43 +130,31 @@ def half_of(task_id: str) -> str:
 
 def build_abp_set(git_dir: str | Path, out: str | Path, commit: str = "HEAD") -> int:
     """data.jsonl from a snapshot of the ABP Online-Mind2Web results; returns the trajectories written."""
-    git = ["git", f"--git-dir={git_dir}"]
-    sha = subprocess.run(
-        [*git, "rev-parse", commit], capture_output=True, text=True, check=True
-    ).stdout.strip()
-    names = subprocess.run(
-        [*git, "ls-tree", "-r", "--name-only", sha], capture_output=True, text=True, check=True
-    )
-    paths = sorted(  # abp_run/<task>/result.json; one run also holds a nested copy of another, left out
-        p for p in names.stdout.split() if p.startswith("abp_run/") and p.endswith("/result.json") and p.count("/") == 2
-    )
     lines = []
-    for path in paths:
-        blob = subprocess.run(
-            [*git, "show", f"{sha}:{path}"], capture_output=True, text=True, check=True
-        ).stdout
-        result = json.loads(blob)
-        thoughts = result.get("thoughts") or []
-        steps = [
-            {"action": action, "thought": thoughts[i] if i < len(thoughts) else None}
-            for i, action in enumerate(result["action_history"])
-        ]
-        lines.append(
-            {
-                "task_id": result["task_id"],
-                "policy": "abp-claude-opus-4.6",
-                "model": "claude-opus-4.6",
-                "instruction": result["task"],
-                "final_answer": result.get("final_result_response"),
-                "viewport": ABP_VIEWPORT,
-                "source": {"repo": ABP_REPO, "commit": sha, "path": path, "license": "MIT"},
-                "steps": steps,
-            }
+    with Snapshot(git_dir, commit) as snap:
+        paths = sorted(  # abp_run/<task>/result.json; one run also holds a nested copy of another, left out
+            p for p in snap.names() if p.startswith("abp_run/") and p.endswith("/result.json") and p.count("/") == 2
         )
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines))
-    return len(lines)
+        for path in paths:
+            result = json.loads(snap.blob(path) or b"")  # every result is there (a missing one is an error)
+            thoughts = result.get("thoughts") or []
+            steps = [
+                {"action": action, "thought": thoughts[i] if i < len(thoughts) else None}
+                for i, action in enumerate(result["action_history"])
+            ]
+            lines.append(
+                {
+                    "task_id": result["task_id"],
+                    "policy": "abp-claude-opus-4.6",
+                    "model": "claude-opus-4.6",
+                    "instruction": result["task"],
+                    "final_answer": result.get("final_result_response"),
+                    "viewport": ABP_VIEWPORT,
+                    "source": snap.source(ABP_REPO, path, "MIT"),
+                    "steps": steps,
+                }
+            )
+    return write_jsonl(out, lines)
 
 
 def load_set(data: str | Path) -> dict[str, pl.DataFrame]:
@@ -302,11 +318,13 @@ def evaluate_known_sets() -> dict:
     out = {}
     for name, (variable, folder, labels, split) in KNOWN_SETS.items():
         data = known_set_data(name)
+        status = SET_STATUS.get(name, "unknown: say in SET_STATUS whether its findings were read")
         if data is None:
             out[name] = {
+                "status": status,
                 "skipped": f"no data.jsonl: set ${variable} or build ../shared/mining_eval/{folder}/data.jsonl "
-                f"(recipe in tests/data/mining_eval/)"
+                f"(recipe in tests/data/mining_eval/)",
             }
         else:
-            out[name] = {"data": str(data), **evaluate_set(data, labels, split=split)}
+            out[name] = {"status": status, "data": str(data), **evaluate_set(data, labels, split=split)}
     return out

@@ -15,12 +15,12 @@ as a call the importer marks unmapped, so the step count and the labels' indices
 
 from __future__ import annotations
 
-import json
 import re
-import subprocess
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from flows.failure_mining.snapshot import Snapshot, write_jsonl
 
 REPO = "MadeAgents/browser-agent"
 POLICY = "colorbrowseragent-gpt-5"
@@ -44,39 +44,24 @@ def build_webarena_colorbrowser_set(
     `sample` keeps by task id, `<benchmark>/task_<n>`); returns the count. Runs with no executed step (the
     browser never started) are left out."""
     benchmark = Path(results).parent.name  # trajectories/<benchmark>/results
-    git = ["git", f"--git-dir={git_dir}"]
-    sha = subprocess.run(
-        [*git, "rev-parse", commit], capture_output=True, text=True, check=True
-    ).stdout.strip()
-    names = subprocess.run(
-        [*git, "ls-tree", "-r", "--name-only", sha, f"{results}/"], capture_output=True, text=True, check=True
-    ).stdout.splitlines()
-    tasks: dict[int, dict[int, str]] = {}
-    for name in names:
-        m = _STEP_FILE.match(name.removeprefix(f"{results}/"))
-        if m:
-            tasks.setdefault(int(m[1]), {})[int(m[2])] = name
-    with _Blobs(git, sha) as blobs:
+    with Snapshot(git_dir, commit) as snap:
+        tasks: dict[int, dict[int, str]] = {}
+        for name in snap.names(f"{results}/"):
+            m = _STEP_FILE.match(name.removeprefix(f"{results}/"))
+            if m:
+                tasks.setdefault(int(m[1]), {})[int(m[2])] = name
         lines = []
         for number in sorted(tasks):
             task_id = f"{benchmark}/task_{number}"
             if sample is not None and not sample(task_id):
                 continue
-            summary = _dict(blobs.json(f"{results}/task_{number}/summary_info.json"))
-            dumps = [_dict(blobs.json(tasks[number][i])) for i in sorted(tasks[number])]
+            summary = _dict(snap.json(f"{results}/task_{number}/summary_info.json"))
+            dumps = [_dict(snap.json(tasks[number][i])) for i in sorted(tasks[number])]
             record = trajectory(task_id, dumps, summary)
             if record["steps"]:
-                record["source"] = {
-                    "repo": REPO,
-                    "commit": sha,
-                    "path": f"{results}/task_{number}",
-                    "license": LICENSE,
-                }
+                record["source"] = snap.source(REPO, f"{results}/task_{number}", LICENSE)
                 lines.append(record)
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines))
-    return len(lines)
+    return write_jsonl(out, lines)
 
 
 def trajectory(task_id: str, dumps: list[dict], summary: dict) -> dict:
@@ -134,31 +119,3 @@ def _dict(value: Any) -> dict:
 
 def _str(value: Any) -> str | None:
     return value if isinstance(value, str) else None
-
-
-class _Blobs:
-    """Reads many files of one commit through a single `git cat-file --batch` (thousands of step dumps)."""
-
-    def __init__(self, git: list[str], sha: str) -> None:
-        self._cmd, self._sha = [*git, "cat-file", "--batch"], sha
-
-    def __enter__(self) -> _Blobs:
-        self._proc = subprocess.Popen(self._cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self._proc.stdin.close()
-        self._proc.wait()
-
-    def json(self, path: str) -> Any:
-        self._proc.stdin.write(f"{self._sha}:{path}\n".encode())
-        self._proc.stdin.flush()
-        header = self._proc.stdout.readline().split()
-        if len(header) < 3 or header[1] == b"missing":
-            return None
-        data = self._proc.stdout.read(int(header[2]))
-        self._proc.stdout.read(1)
-        try:
-            return json.loads(data)
-        except ValueError:
-            return None

@@ -13,7 +13,9 @@ reward model's verdict. `build_webcanvas_set` writes each run as BrowserGym step
 - `action`: `click('72')`; `fill('13', 'text')` then `press('13', 'Enter')` for fill_search (the harness
   fills, then presses Enter); `fill(...)` for fill_form; `select_option('7', 'x')`; `goto(url)`;
   `go_back()`; google_search as `goto('https://www.google.com/search?q=<query>')` (what the harness opens);
-  `None` as `no_action()`, a call the importer keeps unmapped, so step `i` is the source's `step_list[i]`.
+  `None` as `no_action()`, a call the importer keeps unmapped, so step `i` is the source's `step_list[i]`,
+  with `last_action_error` saying the harness ran nothing (as BrowserGym reports an action it could not
+  run; the source records no error of its own, but a None action is one nothing was executed for).
 - `axtree_txt`: one line `[72] link '<selector>'` naming the element by its selector (the source names no
   text), the role from the selector's last tag (a -> link, button, input / textarea -> textbox, select ->
   combobox, label, else element).
@@ -27,12 +29,12 @@ with `json` and never run.
 
 from __future__ import annotations
 
-import json
 import re
-import subprocess
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
+
+from flows.failure_mining.snapshot import Snapshot, write_jsonl
 
 REPO = "iMeanAI/WebCanvas"
 LICENSE = "MIT"
@@ -46,43 +48,24 @@ _TAG_ROLES = {
     "select": "combobox", "label": "label", "option": "option", "img": "img",
 }  # fmt: skip
 NO_ACTION = "no_action()"  # not a BrowserGym call: the importer keeps it as an unmapped step
+RAN_NOTHING = "the harness ran no action: the turn's plan named none it runs (the source's action is None)"
 
 
 def build_webcanvas_set(git_dir: str | Path, out: str | Path, commit: str = COMMIT) -> int:
     """data.jsonl from a snapshot of iMeanAI/WebCanvas (every run of every results/ file); returns the count."""
-    git = ["git", f"--git-dir={git_dir}"]
-    sha = subprocess.run(
-        [*git, "rev-parse", commit], capture_output=True, text=True, check=True
-    ).stdout.strip()
-    names = subprocess.run(
-        [*git, "ls-tree", "-r", "--name-only", sha, RESULTS], capture_output=True, text=True, check=True
-    ).stdout.splitlines()
     lines = []
-    for name in sorted(n for n in names if n.endswith(".json")):
-        shown = subprocess.run([*git, "show", f"{sha}:{name}"], capture_output=True)
-        if shown.returncode != 0:
-            continue
-        try:
-            runs = json.loads(shown.stdout)
-        except ValueError:
-            continue
-        if not isinstance(runs, list):
-            continue
-        seen: dict[str, int] = {}
-        for position, run in enumerate(runs):
-            record = trajectory(name.removesuffix(".json"), run, seen)
-            if record is not None:
-                record["source"] = {
-                    "repo": REPO,
-                    "commit": sha,
-                    "path": f"{name}#{position}",
-                    "license": LICENSE,
-                }
-                lines.append(record)
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines))
-    return len(lines)
+    with Snapshot(git_dir, commit) as snap:
+        for name in sorted(n for n in snap.names(RESULTS) if n.endswith(".json")):
+            runs = snap.json(name)
+            if not isinstance(runs, list):
+                continue
+            seen: dict[str, int] = {}
+            for position, run in enumerate(runs):
+                record = trajectory(name.removesuffix(".json"), run, seen)
+                if record is not None:
+                    record["source"] = snap.source(REPO, f"{name}#{position}", LICENSE)
+                    lines.append(record)
+    return write_jsonl(out, lines)
 
 
 def trajectory(file_id: str, run: Any, seen: dict[str, int] | None = None) -> dict | None:
@@ -103,6 +86,8 @@ def trajectory(file_id: str, run: Any, seen: dict[str, int] | None = None) -> di
         words = "\n".join(p for p in (thought, f"Action: {plan}" if plan else None) if p) or None
         action, axtree = browsergym_call(step.get("action"), _str(step.get("selector")))
         steps.append({"action": action, "think": words, "url": before, "axtree_txt": axtree})
+        if action == NO_ACTION:  # the harness ran nothing: BrowserGym reports that as the step's action error
+            steps[-1]["last_action_error"] = RAN_NOTHING
         before = _str(step.get("url")) or before
     record: dict[str, Any] = {
         "task_id": task_id,

@@ -205,6 +205,25 @@ def test_repeats_one_turn_plans_are_one_attempt_but_words_repeated_verbatim_are_
     assert found["trajectory_id"].to_list() == ["stuck"]
 
 
+def test_repeats_with_no_words_of_their_own_after_a_turn_that_planned_them_carry_the_plan_out():
+    """mining-9: a transcript logs each tool call of a turn; the first carries the words ("I need 3 more taps
+    to reach 5"), the rest only the call. Those repeats are the plan, not new attempts - unless words of
+    their own say one failed, or no turn planned them."""
+    call = 'nerve_tap {"x": 642, "y": 355}'
+
+    def tapped(first: str, rest: list[str | None]) -> list[dict]:
+        steps = [dict(step(click_at(636, 158), "s", **BLIND), raw_output=f"{first}\n{call}")]
+        steps += [dict(step(click_at(636, 158), "s", **BLIND), raw_output=w or call) for w in rest]
+        return steps + [_said(DONE, "The quantity is 5.")]
+
+    planned = tapped("Quantity is now 2. I need 3 more taps to reach 5.", [None, None, None])
+    unplanned = tapped("Quantity is now 2.", [None, None, None])
+    failing = f"The quantity did not change, it still shows 2.\n{call}"
+    reported = tapped("Quantity is now 2. I need 3 more taps to reach 5.", [failing, failing, None])
+    found = d.detect_exact_repeats(frame(("planned", planned), ("unplanned", unplanned), ("reported", reported)))
+    assert sorted(found["trajectory_id"].to_list()) == ["reported", "unplanned"]
+
+
 def test_new_content_named_after_a_stepping_control_is_progress_even_if_the_control_is_still_visible():
     said = ["Let me click the right arrow of the carousel."] + [
         f"{name} appeared. The right arrow is still visible, let me continue."

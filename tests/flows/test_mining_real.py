@@ -324,6 +324,15 @@ def test_without_a_path_the_cli_scores_every_known_set_that_is_here_and_names_th
     fresh = result["operator_evals"]
     assert fresh["kinds"]["loop"]["recall"] == 1.0 and "halves" not in fresh
     assert "loop: same action 3x in a row" in fresh["baselines"]
+    # each set says how much it can still tell: blind, or in-sample since which rules read it
+    assert result["abp"]["status"].startswith("in-sample") and fresh["status"] == real_eval.SET_STATUS["operator_evals"]
+
+
+def test_every_known_set_says_whether_its_findings_were_read():
+    from flows.failure_mining.real_eval import SET_STATUS
+
+    assert set(SET_STATUS) == set(KNOWN_SETS)
+    assert all(status.startswith(("blind", "in-sample")) for status in SET_STATUS.values())
 
 
 @pytest.mark.skipif(

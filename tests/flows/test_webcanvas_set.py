@@ -100,6 +100,8 @@ def test_webcanvas_runs_become_browsergym_steps_the_importer_reads_with_words_ur
         "https://www.google.com/search?q=shop%20towels",
         "https://shop.example/",
     ]
+    # a turn that ran nothing says so, as BrowserGym reports an action it could not run; the others ran
+    assert [bool(s.get("last_action_error")) for s in steps] == [a == "no_action()" for a in (s["action"] for s in steps)]
     assert steps[3]["think"] == "Add it.\nAction: Clicking Add to cart." and "verdict" not in json.dumps(
         steps
     )
