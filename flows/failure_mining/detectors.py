@@ -43,6 +43,10 @@ loop / repeated_typing
     or the next turn's words say it did not take). The range runs from the second issue to the last.
     Only typing into a named target counts: the same zip code typed into whatever had focus on three
     different pages is three searches, not a loop.
+loop / failing_stretch
+    3+ steps in a row that failed (errors), whatever their actions: one goal pursued with call after call
+    the harness refused. Turns that ran nothing and reported no error (an unmapped tool lookup) do not break
+    it. From the second failure on (mining-9).
 bad_args / format_error, schema_invalid, coords_out_of_range
     `format_error` set (but not `unmapped_action`: an imported action with no counterpart in our space) (codes no_tool_call, unparseable_json -> format_error; unknown_action,
     invalid_arguments -> schema_invalid; a coordinate outside 0..999 -> coords_out_of_range), an action name
@@ -117,6 +121,7 @@ SEVERITY = {
     "short_cycle": 0.8,
     "no_progress": 0.6,
     "repeated_typing": 0.6,
+    "failing_stretch": 0.8,
     "format_error": 1.0,
     "schema_invalid": 1.0,
     "coords_out_of_range": 1.0,
@@ -1042,6 +1047,31 @@ def detect_repeated_typing(f: pl.LazyFrame) -> pl.LazyFrame:
     )
 
 
+MIN_FAILING = 3  # steps in a row that failed, whatever their actions, for a failing stretch
+
+
+@check
+def detect_failing_stretches(f: pl.LazyFrame) -> pl.LazyFrame:
+    """Three or more steps in a row that failed - the harness rejected each or reported an error - whatever
+    their actions (the device list, then the app list, then opening the app, each refused): the agent keeps
+    at something that does not work. A turn that ran nothing and reported nothing (a tool lookup the
+    importer could not map) does not break the stretch; a step that worked does. The range runs from the
+    second failure, as the labels count a loop's repeats; evidence: errors (mining-9)."""
+    quiet = (pl.col("unmapped") & ~pl.col("failed")).fill_null(False)
+    kept = f.filter(~quiet).with_columns(row=pl.int_range(pl.len()))  # adjacency over the steps kept
+    found = runs(kept, pl.col("failed"), second=pl.col("step_index").slice(1, 1).first(), action=pl.col("act").first())
+    return _findings(
+        found.filter(pl.col("n") >= MIN_FAILING),
+        "loop",
+        "failing_stretch",
+        pl.col("second"),
+        pl.col("last_step"),
+        {"failed_steps": pl.col("n"), "action": pl.col("action").str.slice(0, _MAX_EVIDENCE_ACTION)},
+        level="errors",
+        confidence=0.9,
+    )
+
+
 # ---- bad arguments --------------------------------------------------------------------------------------
 
 
@@ -1412,6 +1442,7 @@ DETECTORS: tuple[Check, ...] = (
     detect_short_cycles,
     detect_no_progress,
     detect_repeated_typing,
+    detect_failing_stretches,
     detect_format_errors,
     detect_invalid_actions,
     detect_click_hit_nothing,
@@ -1445,12 +1476,43 @@ UNDECIDABLE: tuple[Check, ...] = (
 )
 
 
+def _known_once(findings: pl.DataFrame) -> pl.DataFrame:
+    """Overlapping loop findings of one trajectory are one loop found by several rules (a repeat run that
+    is also a cycle's passes, a failing stretch): merged into one, as `_merged` does for cycles - the most
+    telling rule's reason and evidence (exact_repeat, then short_cycle, repeated_typing, failing_stretch,
+    no_progress), the strongest evidence level, the highest confidence. Findings are few; this runs on them."""
+    loops = pl.col("kind") == "loop"
+    order = {"exact_repeat": 0, "short_cycle": 1, "repeated_typing": 2, "failing_stretch": 3}
+    found = findings.filter(loops).sort("trajectory_id", "first_step", "last_step")
+    rank = pl.col("evidence_level").replace_strict(_RANK, default=0, return_dtype=pl.Int8)
+    reach = pl.col("last_step").cum_max().over("trajectory_id")
+    apart = (pl.col("first_step") > reach.shift(1).over("trajectory_id")).fill_null(True)
+    merged = (
+        found.with_columns(
+            _group=apart.cum_sum(),
+            _rank=rank,
+            _telling=pl.col("reason").replace_strict(order, default=len(order), return_dtype=pl.Int8),
+        )
+        .group_by("_group", maintain_order=True)
+        .agg(
+            pl.col("trajectory_id").first(),
+            pl.col("first_step").min(),
+            pl.col("last_step").max(),
+            pl.col("kind", "reason", "severity", "evidence").sort_by("_telling").first(),
+            evidence_level=pl.col("evidence_level").sort_by("_rank").last(),
+            confidence=pl.col("confidence").max(),
+        )
+        .select(list(FINDING_SCHEMA))
+    )
+    return pl.concat([findings.filter(~loops), merged])
+
+
 def run_checks(steps: pl.LazyFrame | pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Every detector and undecidable count over the same features, run as one parallel batch of queries:
     (findings sorted by trajectory and step, undecidable counts per trajectory and check)."""
     f = shared(as_features(steps)).collect(engine=ENGINE).lazy()
     results = pl.collect_all([c.plan(f) for c in DETECTORS + UNDECIDABLE], engine=ENGINE)
-    findings = pl.concat([pl.DataFrame(schema=FINDING_SCHEMA), *results[: len(DETECTORS)]])
+    findings = _known_once(pl.concat([pl.DataFrame(schema=FINDING_SCHEMA), *results[: len(DETECTORS)]]))
     undecidable = pl.concat([pl.DataFrame(schema=UNDECIDABLE_SCHEMA), *results[len(DETECTORS) :]])
     return findings.sort("trajectory_id", "first_step", "kind", "reason"), undecidable
 

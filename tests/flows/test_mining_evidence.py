@@ -178,6 +178,35 @@ def _said(action: dict, words: str) -> dict:
     return dict(step(action, "s", **BLIND), raw_output=f"{words}\nClick")
 
 
+def test_calls_refused_one_after_another_whatever_they_are_are_a_failing_stretch():
+    """mining-9: the device list, then the app list, then opening the app, each refused by the harness -
+    one goal pursued call after call; an unmapped tool lookup between them (no error) does not break the
+    stretch, a call that worked does."""
+    refused = "Error: no device selected"
+
+    def shell(name: str, ok: bool = False) -> dict:
+        return step({"action": "shell", "command": name}, "s", ok=ok, error=None if ok else refused, **BLIND)
+
+    lookup = dict(step(None, "s", format_error="unmapped_action: ToolSearch", **BLIND))
+    stuck = [shell("devices"), shell("apps"), lookup, shell("open BenchTarget"), shell("doctor"), step(DONE, "s", **BLIND)]
+    broken = [shell("devices"), shell("apps"), shell("status", ok=True), shell("open BenchTarget"), step(DONE, "s", **BLIND)]
+    found = d.detect_failing_stretches(frame(("stuck", stuck), ("broken", broken)))
+    assert found.select("trajectory_id", "first_step", "last_step", "evidence_level").rows() == [
+        ("stuck", 1, 4, "errors")
+    ]
+
+
+def test_one_loop_found_by_several_rules_is_one_finding_named_by_the_most_telling_rule():
+    """A click refused four times is an exact repeat and a failing stretch: one loop, reported once, as
+    exact_repeat (it says what was repeated); the evaluation counts it once too."""
+    refused = [step(click("Save"), "s", ok=False, error="Timeout", **BLIND) for _ in range(4)]
+    found = d.detect_all(frame(("t", refused + [step(DONE, "s", **BLIND)])))
+    loops = found.filter(pl.col("kind") == "loop")
+    assert loops.select("reason", "first_step", "last_step", "evidence_level").rows() == [
+        ("exact_repeat", 1, 3, "errors")
+    ]
+
+
 def test_a_first_attempt_the_next_turn_reports_failed_counts_toward_the_loop():
     tries = [
         _said(click_at(300, 700), 'Let me click "Gold" to filter.'),

@@ -711,7 +711,9 @@ def test_on_the_blind_osworld_set_the_miner_beats_the_baselines():
     Then (lead,
     in-sample): a Save / Create the words call a button counts, and a sentence opening with a later step
     names no control of this click: side effects P 0.751 R 0.494; with files dragged into a folder and Rename /
-    Install / Restore buttons: P 0.760 R 0.632."""
+    Install / Restore buttons: P 0.760 R 0.632. mining-9 counts one loop found by several rules once (116 of
+    the 554 findings were a second rule's copy of a loop already found): loop P 0.820 R 0.701 F1 0.756, the
+    same recall; the floor follows the count to 0.75."""
     result = evaluate_set(known_set_data("osworld_verified"), KNOWN_SETS["osworld_verified"][2], split=False)
     labels = result["labels"]
     assert (result["trajectories"], result["steps"], labels["loop"], labels["side_effect"]) == (
@@ -720,7 +722,7 @@ def test_on_the_blind_osworld_set_the_miner_beats_the_baselines():
         *OSWORLD_COUNTS,
     )
     loop, baselines = result["kinds"]["loop"], result["baselines"]
-    assert loop["f1"] >= 0.76 and loop["f1"] > baselines["loop: same action 3x in a row"]["f1"] + 0.2, loop
+    assert loop["f1"] >= 0.75 and loop["f1"] > baselines["loop: same action 3x in a row"]["f1"] + 0.2, loop
     side = result["kinds"]["side_effect"]
     assert side["recall"] >= 0.62 and side["precision"] >= 0.75, side
     assert side["recall"] > baselines["side_effect: manifest sensitive lists only"]["recall"]
