@@ -606,6 +606,28 @@ def test_batches_mined_two_at_a_time_land_what_one_at_a_time_lands(tmp_path, mon
     assert landed[1] == landed[2] and landed[1][0]
 
 
+def test_a_batch_of_files_without_a_shared_trajectory_mined_file_by_file_lands_what_one_frame_of_them_does(lake):
+    """mine_files reads and mines such a batch's files one at a time: the same failures in the same order, and
+    the batch's seeds (one per task, kind and reason: the first occurrence, counted over every file)."""
+    import datetime as dt
+
+    from flows.failure_mining import mining
+
+    for i, trajectories in enumerate(({"b": LOOPING, "a": CLEAN}, {"c": LOOPING}, {"a2": LOOPING, "d": CLEAN})):
+        _land(lake, "r1", trajectories, batch=f"f{i}", task_id="shared")  # one weakness seen in three files
+    [batch] = mining.step_batches(lake, mining.pending_trajectories(lake), batch_steps=100)
+    assert batch.apart and len(batch.files) == 3
+    now = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+    by_file = mining.mine_files(lake, batch, "m1", now=now)
+    whole = mine_frame(mining.read_steps(lake, batch.files), batch.trajectories, "m1", now=now)
+    assert by_file["failures"].equals(whole["failures"]) and by_file["failures"].height == 3
+    for table in ("step_rewards", "failure_seeds", "mined", "undecidable"):
+        assert by_file[table].sort(by_file[table].columns).equals(whole[table].sort(whole[table].columns)), table
+    assert by_file["steps"] == whole["steps"] == 18
+    seed = json.loads(by_file["failure_seeds"]["context_json"][0])
+    assert seed["occurrences"] == 3 and seed["trajectory_id"] == "a2"  # the first in trajectory order
+
+
 def test_pending_ids_are_found_among_the_files_ids_exactly_and_a_shared_hash_falls_back_to_joins():
     held = pl.Series(["t1", "t2", None, "t3"])  # the distinct ids of the step files, in file order
     assert _lookup(held, pl.Series(["t3", "t9", None, "t1", "t1"])).to_list() == [3, None, None, 0, 0]
