@@ -821,7 +821,9 @@ def _merged(found: pl.LazyFrame) -> pl.LazyFrame:
     reach = pl.col("last_step").cum_max().over("trajectory_id")
     apart = pl.col("first_step") > reach.shift(1).over("trajectory_id")
     return (
-        found.sort("trajectory_id", "first_step", "last_step")
+        # ties broken by reason and evidence: which finding's evidence a merged one keeps must not change
+        # from one run to the next (rows keep their order within a group)
+        found.sort("trajectory_id", "first_step", "last_step", "reason", "evidence")
         .with_columns(_group=apart.fill_null(True).cum_sum(), _rank=rank)
         .group_by("_group")
         .agg(
@@ -1484,7 +1486,7 @@ def _known_once(findings: pl.DataFrame) -> pl.DataFrame:
     no_progress), the strongest evidence level, the highest confidence. Findings are few; this runs on them."""
     loops = pl.col("kind") == "loop"
     order = {"exact_repeat": 0, "short_cycle": 1, "repeated_typing": 2, "failing_stretch": 3}
-    found = findings.filter(loops).sort("trajectory_id", "first_step", "last_step")
+    found = findings.filter(loops).sort("trajectory_id", "first_step", "last_step", "reason", "evidence")
     rank = pl.col("evidence_level").replace_strict(_RANK, default=0, return_dtype=pl.Int8)
     reach = pl.col("last_step").cum_max().over("trajectory_id")
     apart = (pl.col("first_step") > reach.shift(1).over("trajectory_id")).fill_null(True)
@@ -1499,7 +1501,7 @@ def _known_once(findings: pl.DataFrame) -> pl.DataFrame:
             pl.col("trajectory_id").first(),
             pl.col("first_step").min(),
             pl.col("last_step").max(),
-            pl.col("kind", "reason", "severity", "evidence").sort_by("_telling").first(),
+            pl.col("kind", "reason", "severity", "evidence").sort_by("_telling", maintain_order=True).first(),
             evidence_level=pl.col("evidence_level").sort_by("_rank").last(),
             confidence=pl.col("confidence").max(),
         )

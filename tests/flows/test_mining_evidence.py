@@ -1084,3 +1084,20 @@ def test_unquoted_names_are_read_for_selector_named_targets_only():
         ("quoted", "delete", "Delete"),
         ("selector", "delete", "#editor > div > button"),
     ]
+
+
+def test_merged_loops_keep_the_same_evidence_whatever_order_the_rules_found_them_in():
+    """Two rules finding the same steps: the merged finding's reason and evidence must not depend on the
+    order the findings arrived in (a lake re-mined must hold the same rows)."""
+
+    def finding(reason: str, evidence: str) -> dict:
+        return {"trajectory_id": "t", "first_step": 2, "last_step": 5, "kind": "loop", "reason": reason,
+                "severity": 0.8, "evidence": evidence, "evidence_level": "reasoning", "confidence": 0.9}  # fmt: skip
+
+    rows = [finding("short_cycle", '{"passes": 3}'), finding("short_cycle", '{"period": 2}'),
+            finding("failing_stretch", '{"failed_steps": 4}')]  # fmt: skip
+    frames = [pl.DataFrame(order, schema=d.FINDING_SCHEMA) for order in (rows, rows[::-1], rows[1:] + rows[:1])]
+    known = {tuple(d._known_once(f).rows()) for f in frames}
+    merged = {tuple(d._merged(f.lazy().filter(pl.col("reason") == "short_cycle")).collect().rows()) for f in frames}
+    assert len(known) == 1 and len(merged) == 1
+    assert next(iter(known))[0][4] == "short_cycle"  # the most telling rule names it
