@@ -4,14 +4,12 @@ importer is called directly and `real_eval.KNOWN_SETS` is read as text."""
 
 from __future__ import annotations
 
-import ast
 import json
-import os
-import subprocess
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.flows.labelled_sets import ROOT, checked_labels, committed, known_set_entry
+
 LABELS = ROOT / "tests" / "data" / "mining_eval" / "gbox_webarena_labels.jsonl"
 RUNS, COUNTS = 100, (13, 55)  # labelled ranks 0-99 (GBOX_WEBARENA.md): runs, (loop, side-effect) labels
 
@@ -65,11 +63,7 @@ def _snapshot(tmp_path: Path) -> Path:
         "2025-10-27 17:00:02,000 - INFO - [Unhandled Error] Error('Target page, context or browser has been closed')\n"
     )
     work = tmp_path / "snapshot"
-    git = ["git", "-C", str(work), "-c", "user.name=t", "-c", "user.email=t@t"]
-    subprocess.run(["git", "init", "-q", str(work)], check=True)
-    subprocess.run([*git, "add", "."], check=True)
-    subprocess.run([*git, "commit", "-qm", "logs"], check=True)
-    return work / ".git"
+    return committed(work, "logs")
 
 
 def test_gbox_logs_become_browsergym_steps_with_the_models_words_and_described_targets(tmp_path):
@@ -131,37 +125,8 @@ def test_gbox_logs_become_browsergym_steps_with_the_models_words_and_described_t
 
 
 def test_the_gbox_webarena_labels_cover_the_labelled_runs_once_with_steps_in_order():
-    labels = [json.loads(line) for line in LABELS.read_text().splitlines()]
-    runs = {rec["task_id"] for rec in labels}
-    assert len(runs) == RUNS
-    clean = [rec["task_id"] for rec in labels if rec["kind"] is None]
-    assert len(clean) == len(set(clean)) and not set(clean) & {
-        rec["task_id"] for rec in labels if rec["kind"]
-    }
-    kinds = [rec["kind"] for rec in labels]
-    assert (kinds.count("loop"), kinds.count("side_effect")) == COUNTS
-    assert all(0 <= rec["step"] <= rec["last_step"] for rec in labels if rec["kind"])
-    data = next(
-        (Path(p) for p in (os.environ.get("FLYWHEEL_MINING_EVAL_GBOX_WEBARENA"),
-                           ROOT.parent / "shared" / "mining_eval" / "gbox_webarena" / "data.jsonl") if p and Path(p).is_file()),
-        None,
-    )  # fmt: skip
-    if data is not None:  # with the data here: every label inside a run of the set
-        lengths = {r["task_id"]: len(r["steps"]) for r in map(json.loads, data.read_text().splitlines())}
-        assert runs <= set(lengths)
-        assert all(rec["last_step"] < lengths[rec["task_id"]] for rec in labels if rec["kind"])
+    checked_labels(LABELS, RUNS, COUNTS, "FLYWHEEL_MINING_EVAL_GBOX_WEBARENA", "gbox_webarena")
 
 
 def test_the_gbox_webarena_set_is_a_known_set_with_its_own_variable():
-    tree = ast.parse((ROOT / "flows" / "failure_mining" / "real_eval.py").read_text())
-    known = next(
-        node.value for node in ast.walk(tree)
-        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "KNOWN_SETS" for t in node.targets)
-    )  # fmt: skip
-    entries = {k.value: v for k, v in zip(known.keys, known.values, strict=True)}
-    variable, folder, _labels, split = entries["gbox_webarena"].elts
-    assert (variable.value, folder.value, split.value) == (
-        "FLYWHEEL_MINING_EVAL_GBOX_WEBARENA",
-        "gbox_webarena",
-        False,
-    )
+    assert known_set_entry("gbox_webarena") == ("FLYWHEEL_MINING_EVAL_GBOX_WEBARENA", "gbox_webarena", False)

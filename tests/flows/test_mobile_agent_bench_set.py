@@ -4,14 +4,13 @@ importer is called directly and `real_eval.KNOWN_SETS` is read as text."""
 
 from __future__ import annotations
 
-import ast
+import hashlib
 import json
-import os
-import subprocess
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.flows.labelled_sets import ROOT, checked_labels, committed, known_set_entry
+
 LABELS = ROOT / "tests" / "data" / "mining_eval" / "mobile_agent_bench_labels.jsonl"
 RUNS, COUNTS = (
     167,
@@ -83,11 +82,7 @@ def _snapshot(tmp_path: Path) -> Path:
         (root / path).mkdir(parents=True)
         (root / path / "transcript.jsonl").write_text("\n".join(lines) + "\n{not json\n")
         (root / path / "meta.json").write_text(json.dumps(meta))
-    git = ["git", "-C", str(root), "-c", "user.name=t", "-c", "user.email=t@t"]
-    subprocess.run(["git", "init", "-q", str(root)], check=True)
-    subprocess.run([*git, "add", "."], check=True)
-    subprocess.run([*git, "commit", "-qm", "runs"], check=True)
-    return root / ".git"
+    return committed(root)
 
 
 def test_mobile_agent_bench_runs_become_steps_the_importer_reads_with_words_points_and_errors(tmp_path):
@@ -149,43 +144,11 @@ def test_mobile_agent_bench_runs_become_steps_the_importer_reads_with_words_poin
 
 
 def test_the_mobile_agent_bench_labels_cover_the_labelled_runs_once_with_steps_in_order():
-    labels = [json.loads(line) for line in LABELS.read_text().splitlines()]
-    runs = {rec["task_id"] for rec in labels}
-    assert len(runs) == RUNS
-    kinds = [rec["kind"] for rec in labels]
-    assert (kinds.count("loop"), kinds.count("side_effect")) == COUNTS
-    clean = [rec["task_id"] for rec in labels if rec["kind"] is None]
-    assert len(clean) == len(set(clean)) and not set(clean) & {
-        rec["task_id"] for rec in labels if rec["kind"]
-    }
-    assert {rec["kind"] for rec in labels} <= {None, "loop", "side_effect"}
-    assert all(0 <= rec["step"] <= rec["last_step"] for rec in labels if rec["kind"])
-    data = next(
-        (Path(p) for p in (os.environ.get("FLYWHEEL_MINING_EVAL_MOBILE_AGENT_BENCH"),
-                           ROOT.parent / "shared" / "mining_eval" / "mobile_agent_bench" / "data.jsonl")
-         if p and Path(p).is_file()),
-        None,
-    )  # fmt: skip
-    if data is not None:  # with the data here: every label inside a run of the set, a prefix of the order
-        lengths = {r["task_id"]: len(r["steps"]) for r in map(json.loads, data.read_text().splitlines())}
-        assert runs <= set(lengths)
-        assert all(rec["last_step"] < lengths[rec["task_id"]] for rec in labels if rec["kind"])
-        import hashlib
-
+    _records, runs, lengths = checked_labels(LABELS, RUNS, COUNTS, "FLYWHEEL_MINING_EVAL_MOBILE_AGENT_BENCH", "mobile_agent_bench")
+    if lengths is not None:  # with the data here: the labelled runs are a prefix of the labelling order
         order = sorted(lengths, key=lambda t: hashlib.sha256(t.encode()).hexdigest())
         assert set(order[: len(runs)]) == runs
 
 
 def test_the_mobile_agent_bench_set_is_a_known_set_with_its_own_variable():
-    tree = ast.parse((ROOT / "flows" / "failure_mining" / "real_eval.py").read_text())
-    known = next(
-        node.value for node in ast.walk(tree)
-        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "KNOWN_SETS" for t in node.targets)
-    )  # fmt: skip
-    entries = {k.value: v for k, v in zip(known.keys, known.values, strict=True)}
-    variable, folder, _labels, split = entries["mobile_agent_bench"].elts
-    assert (variable.value, folder.value, split.value) == (
-        "FLYWHEEL_MINING_EVAL_MOBILE_AGENT_BENCH",
-        "mobile_agent_bench",
-        False,
-    )
+    assert known_set_entry("mobile_agent_bench") == ("FLYWHEEL_MINING_EVAL_MOBILE_AGENT_BENCH", "mobile_agent_bench", False)

@@ -4,24 +4,14 @@ importer is called directly and `real_eval.KNOWN_SETS` is read as text."""
 
 from __future__ import annotations
 
-import ast
 import json
-import os
-import subprocess
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.flows.labelled_sets import ROOT, checked_labels, committed, known_set_entry
+
 LABELS = ROOT / "tests" / "data" / "mining_eval" / "webcanvas_labels.jsonl"
 RUNS, COUNTS = 140, (37, 16)  # labelled ranks 0-139 (WEBCANVAS.md): runs, (loop, side-effect) labels
-
-
-def _committed(work: Path) -> Path:
-    git = ["git", "-C", str(work), "-c", "user.name=t", "-c", "user.email=t@t"]
-    subprocess.run(["git", "init", "-q", str(work)], check=True)
-    subprocess.run([*git, "add", "."], check=True)
-    subprocess.run([*git, "commit", "-qm", "runs"], check=True)
-    return work / ".git"
 
 
 def _step(action, thought, plan, url, selector=""):
@@ -54,7 +44,7 @@ def _snapshot(tmp_path: Path) -> Path:
     folder.mkdir(parents=True)
     (folder / "out.json").write_text(json.dumps(runs))
     (folder.parent / "broken.json").write_text("[{not json")
-    return _committed(tmp_path / "snapshot")
+    return committed(tmp_path / "snapshot")
 
 
 def test_webcanvas_runs_become_browsergym_steps_the_importer_reads_with_words_urls_and_named_targets(
@@ -122,37 +112,8 @@ def test_webcanvas_runs_become_browsergym_steps_the_importer_reads_with_words_ur
 
 
 def test_the_webcanvas_labels_cover_the_labelled_runs_once_with_steps_in_order():
-    labels = [json.loads(line) for line in LABELS.read_text().splitlines()]
-    runs = {rec["task_id"] for rec in labels}
-    assert len(runs) == RUNS
-    clean = [rec["task_id"] for rec in labels if rec["kind"] is None]
-    assert len(clean) == len(set(clean)) and not set(clean) & {
-        rec["task_id"] for rec in labels if rec["kind"]
-    }
-    kinds = [rec["kind"] for rec in labels]
-    assert (kinds.count("loop"), kinds.count("side_effect")) == COUNTS
-    assert all(0 <= rec["step"] <= rec["last_step"] for rec in labels if rec["kind"])
-    data = next(
-        (Path(p) for p in (os.environ.get("FLYWHEEL_MINING_EVAL_WEBCANVAS"),
-                           ROOT.parent / "shared" / "mining_eval" / "webcanvas" / "data.jsonl") if p and Path(p).is_file()),
-        None,
-    )  # fmt: skip
-    if data is not None:  # with the data here: every label inside a run of the set
-        lengths = {r["task_id"]: len(r["steps"]) for r in map(json.loads, data.read_text().splitlines())}
-        assert runs <= set(lengths)
-        assert all(rec["last_step"] < lengths[rec["task_id"]] for rec in labels if rec["kind"])
+    checked_labels(LABELS, RUNS, COUNTS, "FLYWHEEL_MINING_EVAL_WEBCANVAS", "webcanvas")
 
 
 def test_the_webcanvas_set_is_a_known_set_with_its_own_variable():
-    tree = ast.parse((ROOT / "flows" / "failure_mining" / "real_eval.py").read_text())
-    known = next(
-        node.value for node in ast.walk(tree)
-        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "KNOWN_SETS" for t in node.targets)
-    )  # fmt: skip
-    entries = {k.value: v for k, v in zip(known.keys, known.values, strict=True)}
-    variable, folder, _labels, split = entries["webcanvas"].elts
-    assert (variable.value, folder.value, split.value) == (
-        "FLYWHEEL_MINING_EVAL_WEBCANVAS",
-        "webcanvas",
-        False,
-    )
+    assert known_set_entry("webcanvas") == ("FLYWHEEL_MINING_EVAL_WEBCANVAS", "webcanvas", False)
