@@ -814,23 +814,29 @@ def _pass_findings(f: pl.LazyFrame) -> pl.LazyFrame:
     )
 
 
-def _merged(found: pl.LazyFrame) -> pl.LazyFrame:
-    """Overlapping findings of one trajectory as one (the first's evidence, the strongest level and the
-    highest confidence): one cycle found by several rules is one finding."""
+def _merged(found: pl.LazyFrame, telling: dict[str, int] | None = None) -> pl.LazyFrame:
+    """Overlapping findings of one trajectory as one (the strongest level, the highest confidence, and the
+    reason and evidence of the first - or, with `telling`, of the most telling reason, lowest first): one
+    loop found by several rules is one finding."""
     rank = pl.col("evidence_level").replace_strict(_RANK, default=0, return_dtype=pl.Int8)
     reach = pl.col("last_step").cum_max().over("trajectory_id")
     apart = pl.col("first_step") > reach.shift(1).over("trajectory_id")
+    told = telling or {}
     return (
         # ties broken by reason and evidence: which finding's evidence a merged one keeps must not change
         # from one run to the next (rows keep their order within a group)
         found.sort("trajectory_id", "first_step", "last_step", "reason", "evidence")
-        .with_columns(_group=apart.fill_null(True).cum_sum(), _rank=rank)
+        .with_columns(
+            _group=apart.fill_null(True).cum_sum(),
+            _rank=rank,
+            _telling=pl.col("reason").replace_strict(told, default=len(told), return_dtype=pl.Int8),
+        )
         .group_by("_group")
         .agg(
             pl.col("trajectory_id").first(),
             pl.col("first_step").min(),
             pl.col("last_step").max(),
-            pl.col("kind", "reason", "severity", "evidence").first(),
+            pl.col("kind", "reason", "severity", "evidence").sort_by("_telling", maintain_order=True).first(),
             evidence_level=pl.col("evidence_level").sort_by("_rank").last(),
             confidence=pl.col("confidence").max(),
         )
@@ -1481,33 +1487,14 @@ UNDECIDABLE: tuple[Check, ...] = (
 
 def _known_once(findings: pl.DataFrame) -> pl.DataFrame:
     """Overlapping loop findings of one trajectory are one loop found by several rules (a repeat run that
-    is also a cycle's passes, a failing stretch): merged into one, as `_merged` does for cycles - the most
-    telling rule's reason and evidence (exact_repeat, then short_cycle, repeated_typing, failing_stretch,
-    no_progress), the strongest evidence level, the highest confidence. Findings are few; this runs on them."""
+    is also a cycle's passes, a failing stretch): `_merged` into one named by the most telling rule
+    (exact_repeat, then short_cycle, repeated_typing, failing_stretch, no_progress). Findings are few."""
     loops = pl.col("kind") == "loop"
-    order = {"exact_repeat": 0, "short_cycle": 1, "repeated_typing": 2, "failing_stretch": 3}
-    found = findings.filter(loops).sort("trajectory_id", "first_step", "last_step", "reason", "evidence")
-    rank = pl.col("evidence_level").replace_strict(_RANK, default=0, return_dtype=pl.Int8)
-    reach = pl.col("last_step").cum_max().over("trajectory_id")
-    apart = (pl.col("first_step") > reach.shift(1).over("trajectory_id")).fill_null(True)
-    merged = (
-        found.with_columns(
-            _group=apart.cum_sum(),
-            _rank=rank,
-            _telling=pl.col("reason").replace_strict(order, default=len(order), return_dtype=pl.Int8),
-        )
-        .group_by("_group", maintain_order=True)
-        .agg(
-            pl.col("trajectory_id").first(),
-            pl.col("first_step").min(),
-            pl.col("last_step").max(),
-            pl.col("kind", "reason", "severity", "evidence").sort_by("_telling", maintain_order=True).first(),
-            evidence_level=pl.col("evidence_level").sort_by("_rank").last(),
-            confidence=pl.col("confidence").max(),
-        )
-        .select(list(FINDING_SCHEMA))
-    )
+    merged = _merged(findings.lazy().filter(loops), _TELLING).collect()
     return pl.concat([findings.filter(~loops), merged])
+
+
+_TELLING = {"exact_repeat": 0, "short_cycle": 1, "repeated_typing": 2, "failing_stretch": 3}
 
 
 def run_checks(steps: pl.LazyFrame | pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
