@@ -30,9 +30,13 @@ def check_requirement(line: str) -> str:
 
 
 def fetch(requirements: list[str]) -> Path:
-    """The folder the pinned packages are installed into, installed on first use; later calls read the cache."""
+    """The folder the pinned packages are installed into, installed on first use; later calls read the cache.
+    One folder per interpreter too: pip writes the scripts (`django-admin`) with a `#!` line naming the
+    Python that installed them, so a folder cached by another checkout's venv, since moved or deleted, would
+    start nothing ("django-admin: not found", exit 127)."""
     lines = [check_requirement(r) for r in requirements]
-    key = hashlib.sha256("\n".join(sorted(lines)).encode()).hexdigest()[:16]
+    interpreter = os.path.realpath(sys.executable)
+    key = hashlib.sha256("\n".join([*sorted(lines), interpreter]).encode()).hexdigest()[:16]
     folder = cache_root() / "pypi" / key
     if (folder / "requirements.txt").exists():
         return folder / "site"

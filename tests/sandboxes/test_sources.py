@@ -130,6 +130,32 @@ def test_pypi_pins_accept_pips_hash_syntax_and_put_the_install_on_the_path(tmp_p
     assert env["PYTHONPATH"].split(":") == [str(site), "/mine"] and env["PATH"].split(":") == [str(site / "bin"), "/usr/bin"]
 
 
+def test_pypi_installs_are_cached_per_interpreter_whose_path_their_scripts_name(tmp_path, monkeypatch):
+    """pip writes an installed script's `#!` line with the installing Python: a folder cached by a venv since
+    deleted started nothing (`django-admin: not found`). Each interpreter gets its own folder; a second call
+    with the same one reads the cache. (pip itself is replaced by a recorder here: the cache key is tested.)"""
+    import subprocess
+    import sys
+
+    from sandboxes import pypi_source
+
+    monkeypatch.setenv("FLYWHEEL_CACHE", str(tmp_path / "cache"))
+    installs = []
+
+    def pip(cmd, **kw):
+        installs.append(cmd[0])
+        return subprocess.CompletedProcess(cmd, 0, "", "")
+
+    monkeypatch.setattr(pypi_source.subprocess, "run", pip)
+    pins = [f"Django==5.2.8 --hash=sha256:{'a' * 64}"]
+    monkeypatch.setattr(sys, "executable", "/gone/venv/bin/python")
+    gone = pypi_source.fetch(pins)
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "venv" / "bin" / "python"))
+    here, again = pypi_source.fetch(pins), pypi_source.fetch(pins)
+    assert gone != here == again and gone.is_dir() and here.is_dir()
+    assert installs == ["/gone/venv/bin/python", str(tmp_path / "venv" / "bin" / "python")]
+
+
 def test_auth_table_is_validated(tmp_path):
     ok = load_manifest(write(tmp_path / "sb", extra='[auth]\nlogin_path = "/admin/login/"\nusername = "a"\npassword = "b"'))
     assert ok.auth.username == "a" and not ok.auth.register_first
