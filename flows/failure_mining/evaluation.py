@@ -24,6 +24,7 @@ import polars as pl
 
 from flows.failure_mining.detectors import detect_all
 from flows.failure_mining.features import attach_trajectories, step_features
+from flows.failure_mining.mining import trajectory_context
 from lake import Lake
 
 FAULT_KINDS = {
@@ -139,8 +140,9 @@ def score(findings: pl.DataFrame, labels: pl.DataFrame, tolerance: int = TOLERAN
 
 
 def _lake_frames(lake: Lake, trajectory_ids: list[str] | None) -> dict[str, pl.DataFrame]:
-    """Steps and trajectories (with latest verdict and reference length) of the given trajectories, or of
-    every trajectory a simulator recorded faults for, read through DuckDB. Holds them all in memory."""
+    """Steps and trajectories (with the `trajectory_context` the miner reads: sandbox, verdict, reference
+    length, instruction) of the given trajectories, or of every trajectory a simulator recorded faults for,
+    read through DuckDB. Holds them all in memory."""
     wanted = (
         "SELECT trajectory_id FROM wanted"
         if trajectory_ids is not None
@@ -152,14 +154,7 @@ def _lake_frames(lake: Lake, trajectory_ids: list[str] | None) -> dict[str, pl.D
             "wanted",
             pl.DataFrame({"trajectory_id": trajectory_ids or []}, schema={"trajectory_id": pl.String}),
         )
-        trajectories = con.sql(f"""
-            WITH v AS (SELECT trajectory_id, arg_max(verdict, recorded_at) AS verdict FROM verdicts GROUP BY 1),
-                 r AS (SELECT task_id, len(list_filter(json_extract_string(reference_json, '$[*].action'),
-                                                       lambda a: a <> 'terminate'))::INTEGER AS reference_len
-                       FROM tasks)
-            SELECT t.trajectory_id, t.injected_faults_json, v.verdict, r.reference_len
-            FROM trajectories t LEFT JOIN v USING (trajectory_id) LEFT JOIN r USING (task_id)
-            WHERE t.trajectory_id IN ({wanted})""").pl()
+        trajectories = trajectory_context(con, f"t.trajectory_id IN ({wanted})")
         steps = con.sql(f"SELECT * FROM steps WHERE trajectory_id IN ({wanted})").pl()
     finally:
         con.close()

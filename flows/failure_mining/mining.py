@@ -99,30 +99,42 @@ class MiningSummary:
 # ---- what to mine -----------------------------------------------------------------------------------------
 
 
-def pending_trajectories(
-    lake: Lake,
-    policy: str | None = None,
-    since: dt.datetime | str | None = None,
-    detector_version: str = DETECTOR_VERSION,
-) -> pl.DataFrame:
-    """Trajectories with no `mined` row for this detector version, with what the detectors need to know
-    about them (latest verdict, the task's reference length in non-terminate actions, the instruction) and
-    `num_steps`. No step file is read here: `step_batches` decides how to find their steps."""
-    if not lake.files("trajectories"):
-        return pl.DataFrame(schema={"trajectory_id": pl.String, "num_steps": pl.Int32})
-    sql = """
+def trajectory_context(con, where: str, params: dict | None = None) -> pl.DataFrame:
+    """Trajectories matching `where` (SQL over `t`, the trajectories table) with what the detectors need to
+    know about them: the sandbox (its manifest then decides what is sensitive), the latest verdict, the task's
+    reference length in non-terminate actions, the instruction (the task's where the trajectory has none),
+    `num_steps` and the simulator's `injected_faults_json`. The miner and `evaluation.evaluate` read the
+    same, so a lake scores as it is mined."""
+    # a lake whose trajectory files all predate the instruction column has none: the task's then
+    names = con.sql("SELECT * FROM trajectories LIMIT 0").columns
+    instruction = "t.instruction" if "instruction" in names else "NULL"
+    sql = f"""
         WITH v AS (SELECT trajectory_id, arg_max(verdict, recorded_at) AS verdict FROM verdicts GROUP BY 1),
              r AS (SELECT task_id, len(list_filter(json_extract_string(reference_json, '$[*].action'),
                                                    lambda a: a <> 'terminate'))::INTEGER AS reference_len,
                           instruction AS task_instruction
                    FROM tasks)
         SELECT t.trajectory_id, t.task_id, t.sandbox, t.policy, t.num_steps, v.verdict, r.reference_len,
-               coalesce({instruction}, r.task_instruction) AS instruction
+               coalesce({instruction}, r.task_instruction) AS instruction, t.injected_faults_json
         FROM trajectories t LEFT JOIN v USING (trajectory_id) LEFT JOIN r USING (task_id)
-        WHERE ($policy IS NULL OR t.policy = $policy)
-          AND ($since IS NULL OR t.recorded_at >= CAST($since AS TIMESTAMPTZ))
-          AND t.trajectory_id NOT IN (SELECT trajectory_id FROM mined WHERE detector_version = $version)
+        WHERE {where}
     """
+    return con.sql(sql, params=params).pl() if params else con.sql(sql).pl()
+
+
+def pending_trajectories(
+    lake: Lake,
+    policy: str | None = None,
+    since: dt.datetime | str | None = None,
+    detector_version: str = DETECTOR_VERSION,
+) -> pl.DataFrame:
+    """Trajectories with no `mined` row for this detector version, with their `trajectory_context`. No step
+    file is read here: `step_batches` decides how to find their steps."""
+    if not lake.files("trajectories"):
+        return pl.DataFrame(schema={"trajectory_id": pl.String, "num_steps": pl.Int32})
+    where = """($policy IS NULL OR t.policy = $policy)
+          AND ($since IS NULL OR t.recorded_at >= CAST($since AS TIMESTAMPTZ))
+          AND t.trajectory_id NOT IN (SELECT trajectory_id FROM mined WHERE detector_version = $version)"""
     params = {
         "policy": policy,
         "since": str(since) if since is not None else None,
@@ -130,10 +142,7 @@ def pending_trajectories(
     }
     con = lake.connect()
     try:
-        # a lake whose trajectory files all predate the instruction column has none: the task's then
-        names = con.sql("SELECT * FROM trajectories LIMIT 0").columns
-        instruction = "t.instruction" if "instruction" in names else "NULL"
-        return con.sql(sql.replace("{instruction}", instruction), params=params).pl()
+        return trajectory_context(con, where, params).drop("injected_faults_json")
     finally:
         con.close()
 

@@ -755,6 +755,22 @@ def test_evaluate_reads_labels_from_jsonl_and_clean_trajectories_count_against_p
     assert result["kinds"]["loop"] == {"findings": 2, "labels": 1, "precision": 0.5, "recall": 1.0}
 
 
+def test_a_lake_scores_as_it_is_mined_with_each_sandboxs_manifest_deciding_what_is_sensitive(tmp_path):
+    """`evaluate` on a lake reads the trajectories' context as the miner does: a click on Delete in one of our
+    sandboxes is sensitive only if its manifest says so (the step's `sensitive`); in a foreign trajectory
+    (no sandbox) its name is recognised. Once evaluate dropped the sandbox and scored every Save and Add to
+    cart of the bench's simulator as unconfirmed (precision 0.22 where the miner's own findings were right)."""
+    lake = Lake(tmp_path / "lake")
+    delete = [step(click("Delete", "button"), "s0"), step(DONE, "s1")]
+    _land(lake, "r1", {"ours": delete}, batch="a", injected_faults_json="[]")
+    _land(lake, "r1", {"foreign": delete}, batch="b", injected_faults_json="[]", sandbox=None)
+    scored = evaluate(lake)["kinds"]["sensitive"]
+    mine(lake, "m1", write_report=False)
+    mined = lake.query("SELECT trajectory_id FROM failures WHERE kind = 'sensitive'")
+    assert mined == [{"trajectory_id": "foreign"}]
+    assert scored["findings"] == len(mined) and scored["precision"] == 0.0  # no fault was injected: a false one
+
+
 def test_the_flow_mines_shard_by_shard_as_prefect_tasks_and_agrees_with_mine(prefect_harness, tmp_path):
     from flows.failure_mining.flow import mine_failures
 
