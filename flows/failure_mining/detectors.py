@@ -83,6 +83,7 @@ premature / terminated_failed, terminated_early
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Callable
 
 import polars as pl
@@ -1485,6 +1486,51 @@ UNDECIDABLE: tuple[Check, ...] = (
 )
 
 
+# An instruction asking for the repetition itself: "tap its Ping button three times", "5 iterations, each from a
+# cold start", "launch the app cold several times". A count (digits, English number words, "several") with a
+# word for "times" in the ten languages the words are read in, or "repeatedly" / "twice"; not a question ("how
+# many times"), not a product ("20 times their value", "3 times larger"), not a condition ("every time I open
+# it"). Read with Python's `re` (look-arounds) on the few instructions of trajectories with such findings.
+_REPEAT_UNITS = r"(?:times|iterations|repetitions|rounds|trials|attempts|runs|cycles|passes)"
+_NOT_A_PRODUCT = (
+    r"(?!\s+(?:their|its|his|her|the|that|this|as|larger|smaller|bigger|greater|more|less|fewer|higher|lower"
+    r"|faster|slower|longer|shorter|wider|taller|per|a|an|each|every)\b)"
+)
+_ASKED_TO_REPEAT = re.compile(
+    r"(?i)(?<!how many )(?<!how )\b(?:\d+|two|three|four|five|six|seven|eight|nine|ten|twenty|several|multiple|a few"
+    rf"|a couple of)\s+(?:more\s+)?{_REPEAT_UNITS}\b{_NOT_A_PRODUCT}|\brepeatedly\b|\btwice\b{_NOT_A_PRODUCT}"
+    r"|(?<!第)\d+\s?(?:次|回|번|-?mal\b|fois\b|veces\b|vezes\b|volte\b|раза?\b)"
+    r"|多次|几次|數次|何度も|数回|여러 번|\b(?:zweimal|dreimal|viermal|fünfmal|mehrmals)\b|plusieurs fois"
+    r"|varias veces|várias vezes|più volte|несколько раз"
+)
+
+
+def asked_to_repeat(instruction: str | None) -> bool:
+    """Whether an instruction asks for a repetition (`_ASKED_TO_REPEAT`)."""
+    return bool(instruction and _ASKED_TO_REPEAT.search(instruction))
+
+
+def _not_asked_for(findings: pl.DataFrame, f: pl.LazyFrame) -> pl.DataFrame:
+    """Loop findings from actions alone, in a trajectory whose instruction asks for the repetition
+    (`asked_to_repeat`), are the task's own repeats: dropped (mining-10). Findings the model's words, errors or
+    screens back stay: an agent asked to tap three times can still be stuck. Findings are few, so are the
+    instructions looked up."""
+    blind = (pl.col("kind") == "loop") & (pl.col("evidence_level") == "actions")
+    ids = findings.filter(blind)["trajectory_id"].unique()
+    if ids.is_empty() or "instruction" not in f.collect_schema().names():
+        return findings
+    instructions = (
+        f.filter(pl.col("trajectory_id").is_in(ids.implode()))
+        .group_by("trajectory_id")
+        .agg(pl.col("instruction").drop_nulls().first())
+        .collect()
+    )
+    texts = instructions["instruction"].drop_nulls().unique().to_list()
+    repeating = [t for t in texts if asked_to_repeat(t)]
+    asked = instructions.filter(pl.col("instruction").is_in(repeating))["trajectory_id"]
+    return findings.filter(~(blind & pl.col("trajectory_id").is_in(asked.implode())))
+
+
 def _known_once(findings: pl.DataFrame) -> pl.DataFrame:
     """Overlapping loop findings of one trajectory are one loop found by several rules (a repeat run that
     is also a cycle's passes, a failing stretch): `_merged` into one named by the most telling rule
@@ -1503,6 +1549,7 @@ def run_checks(steps: pl.LazyFrame | pl.DataFrame) -> tuple[pl.DataFrame, pl.Dat
     f = shared(as_features(steps)).collect(engine=ENGINE).lazy()
     results = pl.collect_all([c.plan(f) for c in DETECTORS + UNDECIDABLE], engine=ENGINE)
     findings = _known_once(pl.concat([pl.DataFrame(schema=FINDING_SCHEMA), *results[: len(DETECTORS)]]))
+    findings = _not_asked_for(findings, f)
     undecidable = pl.concat([pl.DataFrame(schema=UNDECIDABLE_SCHEMA), *results[len(DETECTORS) :]])
     return findings.sort("trajectory_id", "first_step", "kind", "reason"), undecidable
 

@@ -40,11 +40,12 @@ from flows.failure_mining.rewards import DEFAULT_WEIGHTS, RewardWeights, marked_
 from lake import Lake, utcnow
 from lake.schemas import schema_for
 
+# mining-10 (issue 15, twelfth pass): repeats from actions alone that the instruction asks for are no loop;
 # mining-9 (issue 15, eleventh pass): coordinate actions no longer share one aim (a hashed null);
 # mining-5 (issue 15, sixth pass): cycles the model reports failing, agents' verdict words, unmapped actions
 # repeat, stepping controls, repeated typing needs two typings that did not take, links and bare Submits;
 # mining-4: first attempts, planned repeats, new content
-DETECTOR_VERSION = "mining-9"
+DETECTOR_VERSION = "mining-10"
 BATCH_STEPS = int(os.environ.get("FLYWHEEL_MINING_BATCH_STEPS", "2000000"))  # steps per mine-shard task
 MINERS = int(os.environ.get("FLYWHEEL_MINING_THREADS", "2"))  # batches mined at once by one `mine()`
 _SAFE = re.compile(r"[^A-Za-z0-9_.=-]+")

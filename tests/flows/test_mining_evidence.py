@@ -253,6 +253,38 @@ def test_repeats_with_no_words_of_their_own_after_a_turn_that_planned_them_carry
     assert sorted(found["trajectory_id"].to_list()) == ["reported", "unplanned"]
 
 
+def test_repeats_the_instruction_asks_for_are_no_loop_from_actions_alone_but_reported_failures_stay():
+    """mining-10: "tap Ping three times", "5 iterations": repeats seen from actions alone are the task's; a
+    question, a product or a condition is no request to repeat, and errors still make the repeats a loop."""
+
+    def tapped(instruction: str, error: str | None = None) -> list[dict]:
+        taps = [dict(step(click_at(192, 250), "s", ok=error is None, error=error, **BLIND)) for _ in range(3)]
+        return [dict(s, instruction=instruction) for s in [*taps, step(DONE, "s", **BLIND)]]
+
+    asked = "Launch the app on the watch, tap its Ping button three times, and report the counter."
+    found = d.detect_all(
+        frame(
+            ("asked", tapped(asked)),
+            ("asked_de", tapped("Tippe 3 Mal auf Ping und nenne den Zähler.")),
+            ("refused", tapped(asked, error="Device is already in use")),
+            ("plain", tapped("Tap the Ping button and report the counter.")),
+            ("question", tapped("Count how many times the Ping button appears.")),
+            ("product", tapped("Report a rating 20 times their stars after tapping Ping.")),
+        )
+    )
+    loops = found.filter(pl.col("kind") == "loop")
+    assert sorted(loops["trajectory_id"].to_list()) == ["plain", "product", "question", "refused"]
+    assert loops.filter(pl.col("trajectory_id") == "refused")["evidence_level"].to_list() == ["errors"]
+
+
+def test_a_request_to_repeat_is_read_in_other_languages_and_abuse_of_the_pattern_stays_cheap():
+    for text in ("点击三次 Ping, 然后按 5次", "Ping を 3回 タップ", "Ping 버튼을 여러 번 누르세요", "appuyez 3 fois", "нажмите 3 раза"):
+        assert d.asked_to_repeat(text), text
+    for text in (None, "", "Every time I open it, it forgets the page.", "how many times does it appear", "第3次"):
+        assert not d.asked_to_repeat(text), text
+    assert not d.asked_to_repeat("times " * 200_000 + "x")  # a long instruction with no count: no match, quickly
+
+
 def test_new_content_named_after_a_stepping_control_is_progress_even_if_the_control_is_still_visible():
     said = ["Let me click the right arrow of the carousel."] + [
         f"{name} appeared. The right arrow is still visible, let me continue."

@@ -813,3 +813,36 @@ def test_the_android_world_labels_cover_every_run_once_with_steps_in_order():
         lengths = {r["task_id"]: len(r["steps"]) for r in map(json.loads, data.read_text().splitlines())}
         assert set(lengths) == runs and sum(lengths.values()) == ANDROID_STEPS
         assert all(rec["last_step"] < lengths[rec["task_id"]] for rec in labels if rec["kind"])
+
+
+@pytest.mark.skipif(
+    known_set_data("mobile_agent_bench") is None,
+    reason="the mobile-agent-bench set's data.jsonl is not here (see tests/data/mining_eval/MOBILE_AGENT_BENCH.md)",
+)
+def test_on_the_phone_agents_set_the_miner_beats_the_baseline():
+    """Labelled blind (MOBILE_AGENT_BENCH.md) and measured once at mining-9 (loop F1 0.399 against the
+    baseline's 0.061; side effects P 1.0 R 0.114). In-sample since: failing stretches (loop F1 0.529), then
+    mining-10's repeats the instruction asks for (tasks b6-b8: "tap Ping three times", "5 iterations"): loop
+    P 0.684 R 0.539 F1 0.603, recall unchanged. Neither bar of the issue is met here: the floors are what was
+    measured."""
+    result = evaluate_set(known_set_data("mobile_agent_bench"), KNOWN_SETS["mobile_agent_bench"][2], split=False)
+    assert (result["trajectories"], result["labels"]["loop"], result["labels"]["side_effect"]) == (167, 102, 35)
+    loop, baselines = result["kinds"]["loop"], result["baselines"]
+    assert loop["f1"] >= 0.60 and loop["precision"] >= 0.68, loop
+    assert loop["f1"] > baselines["loop: same action 3x in a row"]["f1"] + 0.4
+    side = result["kinds"]["side_effect"]
+    assert side["precision"] >= 0.9 and side["recall"] >= 0.11, side
+
+
+@pytest.mark.skipif(
+    known_set_data("gbox_webarena") is None,
+    reason="the GBOX WebArena set's data.jsonl is not here (see tests/data/mining_eval/GBOX_WEBARENA.md)",
+)
+def test_on_the_gbox_set_side_effects_meet_the_bar_and_loops_do_not():
+    """Labelled blind (GBOX_WEBARENA.md) and measured once at mining-9: side effects P 0.625 R 0.836 (the bar
+    met blind), loops F1 0.0 - as the baseline: each of its loops names one control in new free-text words."""
+    result = evaluate_set(known_set_data("gbox_webarena"), KNOWN_SETS["gbox_webarena"][2], split=False)
+    assert (result["labels"]["loop"], result["labels"]["side_effect"]) == (13, 55)
+    side = result["kinds"]["side_effect"]
+    assert side["recall"] >= 0.8 and side["precision"] >= 0.6, side
+    assert result["kinds"]["loop"]["findings"] <= 3, result["kinds"]["loop"]  # no flood of false loops either
