@@ -104,6 +104,7 @@ ORIGIN = r"^([A-Za-z][A-Za-z0-9+.-]*://[^/?#]+)"
 HOST = r"^[A-Za-z][A-Za-z0-9+.-]*://([^/?#]+)"
 _TARGET_ROLE = r'"target"\s*:\s*\{[^}]*?"role"\s*:\s*"([^"]{1,40})"'
 _TARGET_NAME = r'"target"\s*:\s*\{[^}]*?"(?:name|label|text)"\s*:\s*"((?:[^"\\]|\\.){1,120})"'
+_TARGET_BODY = r'"target"\s*:\s*\{[^}]*\}'  # one target object of a turn (a turn of several has several)
 _TARGET_ANY_NAME = r'"target"\s*:\s*\{[^}]*?"name"\s*:\s*"((?:[^"\\]|\\.)+)"'
 # ... or the purpose it gave for the click: `click the cart icon to add this iPad to the bag`.
 _SAID_PURPOSE = (
@@ -254,6 +255,14 @@ _SAID_NEW_ELSEWHERE = _pattern(_NEW_ELSEWHERE)
 _SAID_TIMES = (
     r"(?i)\b(?:\d+(?:-\d+)?|two|three|four|five|six|seven|eight|nine|ten|several|a few) (?:more )?(?:times\b|"
     r"(?:taps|clicks|presses|swipes|scrolls)\b)"
+)
+# ... or, in English, named bare in the words' last sentence: a capitalised name right after the verb ("Now
+# tapping Submit.", "let's press Submit (scaled coordinates)."); no article, so not "click the delete icon",
+# and no sentence after it ("... and click Subscribe. Let me click on the email field" clicks the field)
+# (mining-10: a phone agent's words name the button it taps by pixels so).
+_SAID_BARE_TARGET = (
+    r"(?:^|[\s,.;:!])(?i:click|tap|press|hit)(?i:[pt]?ing|s)?\s+(?:(?i:on)\s+)?"
+    r"([A-Z][A-Za-z0-9&+'-]*(?: [A-Z][A-Za-z0-9&+'-]*){0,2})[^.!?\n]*[.!?]*\s*(?:\n|\z)"
 )
 # In a model's own words, the control it is about to click: `click on the "Save" button`, `tap 'Send'`.
 _SAID_TARGET = (
@@ -463,7 +472,10 @@ def _per_action(acts: pl.LazyFrame) -> pl.LazyFrame:
             _target_selector=pl.col("act").str.extract(_TARGET_ANY_NAME, 1),
             _command_kind=command_kind(pl.col("act")),
         )
-        .with_columns(_target_selector=pl.when(is_selector(pl.col("_target_selector"))).then("_target_selector"))
+        .with_columns(
+            _target_selector=pl.when(is_selector(pl.col("_target_selector"))).then("_target_selector"),
+            act_json=pl.when("several").then("act"),  # read by _later_targets (several actions: few turns)
+        )
         .drop("act")
     )
 
@@ -476,11 +488,43 @@ def _with_target_kinds(per_action: pl.DataFrame) -> pl.DataFrame:
     phrase = selector_phrases(per_action["_target_selector"])
     selector = per_action["_target_selector"].is_not_null()
     name = pl.when(pl.lit(selector)).then(pl.lit(phrase)).otherwise(pl.col("target_name"))
-    return per_action.with_columns(
+    out = per_action.with_columns(
         _target_kind=control_kind(name, pl.col("_target_role")),
         _target_generic=generic_name(name),
         _selector=selector,
     ).drop("_target_selector")
+    return _later_targets(out)
+
+
+def _later_targets(per_action: pl.DataFrame) -> pl.DataFrame:
+    """A turn of several actions on named targets (a Maestro flow's `tapOn: "Pro"` then `tapOn: "Submit"`, a
+    tool call per field then the button) whose first target names no kind takes the kind of the first later
+    target that names one, with its genericness (the first target's name stays `target_name`: the loop
+    detectors compare it). Such turns are few: only theirs are read (mining-10)."""
+    rows = (
+        per_action["several"] & per_action["_target_kind"].is_null() & ~per_action["_selector"]
+    ).arg_true()
+    if rows.is_empty():
+        return per_action.drop("act_json")
+    targets = (
+        per_action[rows]
+        .select(pl.int_range(pl.len()).alias("_r"), pl.col("act_json").str.extract_all(_TARGET_BODY).alias("t"))
+        .explode("t")
+        .drop_nulls("t")
+        .with_columns(
+            n=pl.col("t").str.extract(_TARGET_NAME, 1), role=pl.col("t").str.extract(_TARGET_ROLE, 1)
+        )
+        .with_columns(k=control_kind(pl.col("n"), pl.col("role")), g=generic_name(pl.col("n")))
+        .drop_nulls("k")
+        .group_by("_r", maintain_order=True)
+        .agg(pl.col("k").first(), pl.col("g").first())
+    )
+    if targets.is_empty():
+        return per_action.drop("act_json")
+    at = rows.gather(targets["_r"])
+    kind = per_action["_target_kind"].scatter(at, targets["k"])
+    generic = per_action["_target_generic"].scatter(at, targets["g"])
+    return per_action.with_columns(_target_kind=kind, _target_generic=generic).drop("act_json")
 
 
 def step_features(steps: pl.LazyFrame | pl.DataFrame) -> pl.DataFrame:
@@ -655,11 +699,12 @@ def _with_model_words(features: pl.DataFrame) -> pl.DataFrame:
         words=raw.str.replace(r"\n[^\n]*\z", "").hash(),
         _quoted=pl.coalesce(*quoted),
         _purpose=raw.str.extract(_SAID_PURPOSE, 1),
+        _bare=raw.str.extract(_SAID_BARE_TARGET, 1),
         moved=raw.str.contains(_SAID_MOVED_INTO_FOLDER),
     )
     # the name a coordinate click's target is given (its target_name, which the loop detectors compare, and
     # its kind): the quoted one or the purpose; a selector-named target's: the quoted, the unquoted, the purpose
-    said = kinds(said.with_columns(shown=pl.coalesce("_quoted", "_purpose")), "shown")
+    said = kinds(said.with_columns(shown=pl.coalesce("_quoted", "_purpose", "_bare")), "shown")
     if unquoted.is_empty():  # no selector-named click: the two readings are one
         said = said.with_columns(
             named=pl.col("shown"),
@@ -672,7 +717,7 @@ def _with_model_words(features: pl.DataFrame) -> pl.DataFrame:
             ),
             "named",
         ).drop("unquoted")
-    said = said.drop("raw_output", "_quoted", "_purpose")
+    said = said.drop("raw_output", "_quoted", "_purpose", "_bare")
     # a coordinate click's control is the name its words quote (`shown`); a selector-named target's also the
     # name they give unquoted (`named`: an agent reading a tree writes names as it reads them; on coordinate
     # logs unquoted names found no side effect the quoted ones missed and added a false one, `the delete icon`

@@ -446,6 +446,28 @@ def for_role(kind: pl.Expr, role: pl.Expr) -> pl.Expr:
     return pl.when(navigating | choosing).then(None).otherwise(kind)
 
 
+# A tool call an importer logs as a command named `<server>.<tool>` then its arguments (an MCP server's
+# tool the action space has no verb for: `linc-nerve.nerve_clear_app_data {...}`, `maestro.clearState app`):
+# the tool's name says what it does, as a command's word does. Its words (snake_case or camelCase split),
+# the first kind that matches wins; a name is English whatever the model writes. Not a program's call
+# (`pyautogui.write('x')`: a parenthesis, no space, follows).
+_TOOL_CALL = r"^\s*[A-Za-z][\w-]*\.([A-Za-z_][A-Za-z0-9_]*)(?:\s|$)"
+TOOL_WORDS: tuple[tuple[str, str], ...] = (
+    ("delete", r"(?:^|_)(?:delete|remove|uninstall|wipe|erase|clear_(?:app_)?(?:data|state|storage))(?:_|$)"),
+    ("send", r"(?:^|_)(?:send|post|publish|reply|forward|share)(?:_|$)"),
+    ("change", r"(?:^|_)(?:save|write|create|install|upload|rename|move|edit|update)(?:_|$)"),
+)
+
+
+def tool_kind(command: pl.Expr) -> pl.Expr:
+    """The sensitive kind a `<server>.<tool>` command's tool name says (null when none: `_TOOL_CALL`)."""
+    name = command.str.extract(_TOOL_CALL, 1).str.replace_all(r"([a-z0-9])([A-Z])", "${1}_${2}").str.to_lowercase()
+    out = pl.lit(None, pl.String)
+    for kind, pattern in reversed(TOOL_WORDS):
+        out = pl.when(name.str.contains(pattern)).then(pl.lit(kind)).otherwise(out)
+    return out
+
+
 def command_kind(actions_json: pl.Expr) -> pl.Expr:
     """The sensitive kind of a turn's command or key chord (null when none): a shell action's command, a
     typed command that is entered (its text ends in a newline or the turn presses Enter after typing), or
@@ -459,7 +481,7 @@ def command_kind(actions_json: pl.Expr) -> pl.Expr:
     out = pl.when(actions_json.str.contains(_SAVE_CHORD)).then(pl.lit("change")).otherwise(pl.lit(None, pl.String))
     for kind, pattern in reversed(COMMAND_PATTERNS):  # the first kind is applied last, so it wins
         out = pl.when(command.str.contains(pattern)).then(pl.lit(kind)).otherwise(out)
-    return out
+    return pl.coalesce(out, tool_kind(shell))
 
 
 # Names that open a purchase, booking or creation flow rather than commit one ("Buy Now", "Book Now",

@@ -645,6 +645,51 @@ def test_commands_that_write_move_delete_install_or_send_and_the_save_chord_are_
     }
 
 
+def test_a_tool_calls_name_says_its_effect_but_a_programs_call_or_a_reading_tool_does_not():
+    """mining-10: an MCP tool the action space has no verb for is logged as `<server>.<tool> <arguments>`; its
+    name's words (snake_case, camelCase) say what it does. A program's call (`pyautogui.write('x')`) is no
+    tool call, and a tool that only reads changes nothing."""
+    shell = lambda command: {"action": "shell", "command": command}  # noqa: E731
+    steps = frame(
+        ("clear data", _one(shell('linc-nerve.nerve_clear_app_data {"package": "com.shop"}'))),
+        ("clear state", _one(shell("maestro.clearState com.shop"))),
+        ("send", _one(shell('mail.send_email {"to": "a@b.c"}'))),
+        ("write", _one(shell('fs.writeFile {"path": "notes.txt"}'))),
+        ("reads", _one(shell('mobile-mcp.mobile_list_apps {"device": "x"}'))),
+        ("logcat", _one(shell('linc-nerve.nerve_logcat {"lines": 50}'))),
+        ("program", _one(shell("pyautogui.write('delete me')"))),
+        ("script", _one(shell("manage.py migrate"))),
+    )
+    assert _side_effects(steps) == {
+        ("clear data", 0): "delete",
+        ("clear state", 0): "delete",
+        ("send", 0): "send",
+        ("write", 0): "change",
+    }
+
+
+def test_the_control_a_coordinate_tap_names_bare_in_its_last_sentence_and_a_later_target_of_one_turn_count():
+    """mining-10: "Now tapping Submit." names the button a tap by pixels hits (a capitalised name right after
+    the verb, in the words' last sentence); "click the delete icon" (an article) and a name in an earlier
+    sentence ("... and click Subscribe. Let me click on the email field") do not. A turn that taps "Pro" then
+    "Submit" submits."""
+    ask = "Fill the form with Avery Quinn, then press Submit."
+
+    def tap(words: str) -> list[dict]:
+        return [dict(s, raw_output=f"{words}\nnerve_tap") for s in _one(click_at(196, 771), ask)]
+
+    pro_then_submit = [{"action": "left_click", "target": {"text": "Pro"}}, {"action": "left_click", "target": {"text": "Submit"}}]
+    turn = [dict(step(None, "s0", **BLIND), actions_json=json.dumps(pro_then_submit), instruction=ask), step(DONE, "s1", **BLIND)]
+    steps = frame(
+        ("bare", tap('All fields set: Tier "Pro". Now tapping Submit.')),
+        ("bare with words after", tap("Now let's press Submit (scaled coordinates).")),
+        ("article", tap("I'll click the Delete icon to clear the field.")),
+        ("earlier sentence", tap("Now I need to type the email and click Subscribe. Let me tap on the email field.")),
+        ("one turn", turn),
+    )
+    assert _side_effects(steps) == {("bare", 0): "send", ("bare with words after", 0): "send", ("one turn", 0): "send"}
+
+
 # ---- mining-7: sequences of turns repeated pass after pass ----------------------------------------------
 
 ADD, BROWSE = click("Add new file", "link"), click("Browse files", "link")

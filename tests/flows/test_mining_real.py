@@ -823,7 +823,9 @@ def test_on_the_phone_agents_set_the_miner_beats_the_baseline():
     """Labelled blind (MOBILE_AGENT_BENCH.md) and measured once at mining-9 (loop F1 0.399 against the
     baseline's 0.061; side effects P 1.0 R 0.114). In-sample since: failing stretches (loop F1 0.529), then
     mining-10's repeats the instruction asks for (tasks b6-b8: "tap Ping three times", "5 iterations"): loop
-    P 0.684 R 0.539 F1 0.603, recall unchanged. Neither bar of the issue is met here: the floors are what was
+    P 0.684 R 0.539 F1 0.603, recall unchanged; then its missed side effects were read: MCP tool names
+    (`nerve_clear_app_data`), a control named bare after the verb ("Now tapping Submit."), a turn's later
+    target: side effects P 1.0 R 0.714. The loop bar of the issue is not met here: the floors are what was
     measured."""
     result = evaluate_set(known_set_data("mobile_agent_bench"), KNOWN_SETS["mobile_agent_bench"][2], split=False)
     assert (result["trajectories"], result["labels"]["loop"], result["labels"]["side_effect"]) == (167, 102, 35)
@@ -831,7 +833,7 @@ def test_on_the_phone_agents_set_the_miner_beats_the_baseline():
     assert loop["f1"] >= 0.60 and loop["precision"] >= 0.68, loop
     assert loop["f1"] > baselines["loop: same action 3x in a row"]["f1"] + 0.4
     side = result["kinds"]["side_effect"]
-    assert side["precision"] >= 0.9 and side["recall"] >= 0.11, side
+    assert side["precision"] >= 0.9 and side["recall"] >= 0.71, side
 
 
 @pytest.mark.skipif(
