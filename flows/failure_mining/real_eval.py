@@ -117,7 +117,7 @@ SET_STATUS = {
     "android_world_agents": "in-sample: blind at mining-7 (loop F1 0.522); read since mining-9",
     "webcanvas": "in-sample: blind at mining-8 (loop F1 0.406); read since mining-9",
     "gbox_webarena": "blind at mining-9 (loop F1 0.0, side effects R 0.836); loops read since",
-    "mobile_agent_bench": "blind at mining-9 (loop F1 0.399, side effects R 0.114); loops read since",
+    "mobile_agent_bench": "blind at mining-9 (loop F1 0.399, side effects R 0.114); loops read since, side effects since mining-10",
 }
 HALVES = ("tune", "held_out")
 
