@@ -44,9 +44,12 @@ loop / repeated_typing
     Only typing into a named target counts: the same zip code typed into whatever had focus on three
     different pages is three searches, not a loop.
 loop / failing_stretch
-    3+ steps in a row that failed (errors), whatever their actions: one goal pursued with call after call
-    the harness refused. Turns that ran nothing and reported no error (an unmapped tool lookup) do not break
-    it. From the second failure on (mining-9).
+    3+ steps in a row that failed, whatever their actions: one goal pursued with call after call that did
+    not work. A step fails when the harness refused it (errors) or the model's next words say it did not
+    work (reasoning); a stretch needs one refusal among its steps, or 5+ steps from the words alone (an
+    agent that says three different tries in a row did not work is often still looking, not going round).
+    Turns that ran nothing and reported no error (an unmapped tool lookup) do not break it. From the second
+    failure on (mining-9; the words since mining-11).
 bad_args / format_error, schema_invalid, coords_out_of_range
     `format_error` set (but not `unmapped_action`: an imported action with no counterpart in our space) (codes no_tool_call, unparseable_json -> format_error; unknown_action,
     invalid_arguments -> schema_invalid; a coordinate outside 0..999 -> coords_out_of_range), an action name
@@ -1058,27 +1061,45 @@ def detect_repeated_typing(f: pl.LazyFrame) -> pl.LazyFrame:
 
 
 MIN_FAILING = 3  # steps in a row that failed, whatever their actions, for a failing stretch
+MIN_SAID_FAILING = 5  # ... when no step of it was refused by the harness: failures the model's words report
 
 
 @check
 def detect_failing_stretches(f: pl.LazyFrame) -> pl.LazyFrame:
-    """Three or more steps in a row that failed - the harness rejected each or reported an error - whatever
-    their actions (the device list, then the app list, then opening the app, each refused): the agent keeps
-    at something that does not work. A turn that ran nothing and reported nothing (a tool lookup the
-    importer could not map) does not break the stretch; a step that worked does. The range runs from the
-    second failure, as the labels count a loop's repeats; evidence: errors (mining-9)."""
+    """Three or more steps in a row that failed - the harness rejected each or reported an error, or the
+    model's next words say it did not work - whatever their actions (the device list, then the app list,
+    then opening the app, each refused; an option clicked, ArrowDown, the option again, while the words say
+    the combobox still shows the old value): the agent keeps at something that does not work. A stretch the
+    harness refused nothing of needs MIN_SAID_FAILING steps. A turn that ran nothing and reported nothing
+    (a tool lookup the importer could not map) does not break the stretch; a step that worked does. The
+    range runs from the second failure, as the labels count a loop's repeats; evidence: errors when the
+    harness refused a step of it, else reasoning (mining-9; the words since mining-11)."""
     quiet = (pl.col("unmapped") & ~pl.col("failed")).fill_null(False)
-    kept = f.filter(~quiet).with_columns(row=pl.int_range(pl.len()))  # adjacency over the steps kept
-    found = runs(kept, pl.col("failed"), second=pl.col("step_index").slice(1, 1).first(), action=pl.col("act").first())
+    kept = (
+        f.with_columns(_failing=pl.col("failed") | _reported())  # (read before rows are dropped)
+        .filter(~quiet)
+        .with_columns(row=pl.int_range(pl.len()))  # adjacency over the steps kept
+    )
+    found = runs(
+        kept,
+        pl.col("_failing"),
+        second=pl.col("step_index").slice(1, 1).first(),
+        action=pl.col("act").first(),
+        refused=pl.col("failed").sum(),
+    ).filter((pl.col("n") >= MIN_FAILING) & ((pl.col("refused") > 0) | (pl.col("n") >= MIN_SAID_FAILING)))
     return _findings(
-        found.filter(pl.col("n") >= MIN_FAILING),
+        found,
         "loop",
         "failing_stretch",
         pl.col("second"),
         pl.col("last_step"),
-        {"failed_steps": pl.col("n"), "action": pl.col("action").str.slice(0, _MAX_EVIDENCE_ACTION)},
-        level="errors",
-        confidence=0.9,
+        {
+            "failed_steps": pl.col("n"),
+            "refused": pl.col("refused"),
+            "action": pl.col("action").str.slice(0, _MAX_EVIDENCE_ACTION),
+        },
+        level=pl.when(pl.col("refused") > 0).then(pl.lit("errors")).otherwise(pl.lit("reasoning")),
+        confidence=pl.when(pl.col("refused") == pl.col("n")).then(0.9).otherwise(0.8),
     )
 
 

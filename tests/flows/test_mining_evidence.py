@@ -196,6 +196,41 @@ def test_calls_refused_one_after_another_whatever_they_are_are_a_failing_stretch
     ]
 
 
+def test_tries_the_next_words_say_did_not_work_are_a_failing_stretch_with_one_refusal_or_five_in_a_row():
+    """mining-11: different tries in a row, each followed by words saying it did not work, are a failing
+    stretch when the harness refused one of them (3 steps: errors) or, from the words alone, when they go on
+    for MIN_SAID_FAILING steps (reasoning); four tries the words call failed, none refused, are not (an agent
+    still looking); a try that worked breaks the stretch."""
+    failing, fine = "That did not work, the menu is still closed.", "Good, the menu is open now."
+    points = [(100, 100), (400, 120), (700, 500), (200, 800), (900, 300), (500, 900)]
+
+    def tries(n: int, refused_at: int | None = None, worked_at: int | None = None) -> list[dict]:
+        out = []
+        for i, (x, y) in enumerate(points[:n]):
+            s = step(click_at(x, y), "s", **BLIND)
+            if i == refused_at:
+                s.update(ok=False, error="Element is not attached to the DOM")
+            if i:  # the words of each step say what the try before it did
+                s["raw_output"] = f"{fine if i - 1 == worked_at else failing}\nClick"
+            out.append(s)
+        last = dict(step(DONE, "s", **BLIND), raw_output=f"{fine if n - 1 == worked_at else failing}\nDone")
+        return out + [last]
+
+    found = d.detect_failing_stretches(
+        frame(
+            ("refused once", tries(3, refused_at=1)),
+            ("words, four", tries(4)),
+            ("words, five", tries(5)),
+            ("one worked", tries(5, worked_at=2)),
+        )
+    )
+    assert sorted(found.select("trajectory_id", "first_step", "last_step", "evidence_level").rows()) == [
+        ("refused once", 1, 2, "errors"),
+        ("words, five", 1, 4, "reasoning"),
+    ]
+    assert d.MIN_SAID_FAILING == 5
+
+
 def test_one_loop_found_by_several_rules_is_one_finding_named_by_the_most_telling_rule():
     """A click refused four times is an exact repeat and a failing stretch: one loop, reported once, as
     exact_repeat (it says what was repeated); the evaluation counts it once too."""
