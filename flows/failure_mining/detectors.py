@@ -141,6 +141,7 @@ SEVERITY = {
 }
 MIN_REPEATS = 3  # turns in a row for exact_repeat (the original + 2 repeats)
 MIN_INEFFECTIVE = 2  # repeats that must have changed nothing or failed
+MIN_SCROLL_REPORTS = 3  # ... for a scroll repeated, when only the model's words say the scrolls found nothing
 MIN_CONFIDENCE = 0.5  # a loop from actions alone is reported from this confidence on
 NEAR = 16  # grid points (of 0..999) within which two coordinate clicks aim at the same control (tuned: see LABELLING.md)
 NEAR_FACTOR = 0.85
@@ -404,6 +405,7 @@ def _repeat_runs(f: pl.LazyFrame) -> pl.LazyFrame:
             | pl.col("sens").first().is_not_null()
             | waiting,
             waiting=waiting,
+            scroll=pl.col("action_name").first().is_in(SCROLLS).fill_null(False),
             ineffective=pl.col("_ineffective").sum(),
             undecided=pl.col("_undecided").sum(),
             level=pl.col("_level").max(),
@@ -438,8 +440,12 @@ def _loop_confidence() -> pl.Expr:
         * pl.when(pl.col("exact")).then(1.0).otherwise(NEAR_FACTOR)
         * pl.when(pl.col("scrolling")).then(SCROLL_FACTOR).otherwise(1.0)
     )
+    # a scroll the words alone call vain needs one report more than a click: scrolling on is how one reads
+    # a page, and "X is still not visible" is often said on the way to it (mining-11)
+    words_only = pl.col("level").fill_null(_rank_of("actions")) <= _rank_of("reasoning")
+    needed = pl.when(pl.col("scroll") & words_only).then(MIN_SCROLL_REPORTS).otherwise(MIN_INEFFECTIVE)
     return (
-        pl.when(pl.col("ineffective") >= MIN_INEFFECTIVE)
+        pl.when(pl.col("ineffective") >= needed)
         .then(pl.lit(0.97))
         .when(pl.col("ineffective") + pl.col("undecided") >= MIN_INEFFECTIVE)
         .then(from_actions)

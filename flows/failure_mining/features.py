@@ -249,6 +249,36 @@ _NEW_ELSEWHERE = (
     "появился", "появилась", "появилось", "появились", "вижу новые", "вижу ещё", "вижу еще",
 )
 _SAID_NEW_ELSEWHERE = _pattern(_NEW_ELSEWHERE)
+# After a scroll repeated back to back, the words saying what it looks for is still not there ("it was not
+# found in the current view", "the slider remains hidden", "I still can't see the Save button"): that scroll
+# did not get it nearer, as a click did not work (the labels' scroll search, mining-11). Read after such
+# scrolls only: after a search or a click, "not found" is often what the page says ("No results found").
+_SAID_NOT_THERE = (
+    r"(?i)\b(?:(?:is|was|were|are|has|have|had)(?:n'?t| not)(?: yet)?(?: been)? (?:yet )?(?:visible|found|located|"
+    r"seen|shown|displayed|appeared|in view)|not (?:yet )?(?:visible|found|located|seen|in view)|"
+    r"remains? (?:hidden|unseen|invisible|out of view|not visible)|still (?:can(?:no|'|)t|could(?:n'?t| not)|"
+    r"do(?:n'?t| not)) (?:see|find|locate)|no sign of|nowhere to be (?:seen|found))"
+)
+# ... and in the other languages: not found, not visible (yet), still cannot see, no trace of.
+_NOT_THERE_ELSEWHERE = (
+    "仍未找到", "还没有找到", "还没找到", "没有找到", "未找到", "沒有找到", "還沒找到", "仍然看不到", "还是看不到",
+    "依然看不到", "仍然沒看到", "没有看到", "沒有看到",
+    "見つかりません", "見当たりません", "まだ表示されません", "見つかりませんでした",
+    "찾을 수 없", "찾지 못했", "보이지 않", "아직 보이지",
+    "nicht gefunden", "noch nicht sichtbar", "nicht zu sehen", "immer noch nicht sichtbar",
+    "pas trouvé", "introuvable", "toujours pas visible", "pas encore visible",
+    "no encontrado", "no se encuentra", "todavía no aparece", "sigue sin aparecer", "aún no es visible",
+    "não encontrado", "não encontrei", "ainda não aparece", "ainda não está visível",
+    "non trovato", "non trovo", "ancora non visibile", "non è ancora visibile",
+    "не найден", "не нашёл", "не нашел", "не видно", "всё ещё не видно", "все еще не видно",
+)
+_SAID_NOT_THERE_ELSEWHERE = _pattern(_NOT_THERE_ELSEWHERE)
+# ... unless they name what the scroll brought into view: reading on, not searching in vain ("The page has
+# scrolled down to reveal a section titled ...; the prices are still not visible").
+_SAID_SCROLLED_ON = (
+    r"(?i)\breveal(?:s|ed|ing)?\b|\bnew (?:section|content|items|results|options)\b|"
+    r"\bmore (?:information|details|results|items|options|content|products|sections)\b|\bnow (?:shows|displays)\b"
+)
 # The model planning a repeat within one turn: "Let me click the plus button 4 times".
 # ... or the taps, clicks, presses, swipes or scrolls still to make: "I need 5 more taps to reach 7", "4-5 more
 # swipes" (mining-9; the action words only: "a few more attempts" is a retry, not a plan)
@@ -621,11 +651,18 @@ def _with_model_words(features: pl.DataFrame) -> pl.DataFrame:
     selected = (pl.col("_selector") & pl.col("action_name").is_in(CLICKS)).fill_null(False)
     aimed = pl.col("targetless") & pl.col("action_name").is_in(AIMED)  # a drag re-aimed is read as a click
     drag = pl.col("action_name").is_in(DRAGS)
-    read = (aimed | drag | recurs()).fill_null(False) & pl.col("raw_output").is_not_null()
+    # a scroll repeated back to back, and the one it repeats: the words after each say whether it found
+    # what it scrolls for (scrolls never `recur`: scrolling on is reading)
+    scroll_again = pl.col("is_repeat") & pl.col("action_name").is_in(SCROLLS)
+    searching = (scroll_again | scroll_again.shift(-1)).fill_null(False)
+    read = (aimed | drag | recurs() | searching).fill_null(False) & pl.col("raw_output").is_not_null()
     # (`read` taken first: in one select with its three uses below, its recurrence tests ran three times)
-    flags = features.select("same_prev", "raw_output", read=read, click=click, drag=drag, selected=selected)
+    flags = features.select(
+        "same_prev", "raw_output", read=read, click=click, drag=drag, selected=selected, searching=searching
+    )
     read, click, drag = pl.col("read"), pl.col("click"), pl.col("drag")
     after = (pl.col("same_prev") & read.shift(1)).fill_null(False) & pl.col("raw_output").is_not_null()
+    after_scroll = (pl.col("same_prev") & pl.col("searching").shift(1)).fill_null(False)
     selected = pl.col("selected") & pl.col("raw_output").is_not_null()
     wanted = flags.select(
         click=(click & read).fill_null(False),
@@ -633,10 +670,12 @@ def _with_model_words(features: pl.DataFrame) -> pl.DataFrame:
         selected=selected,
         signals=read | after,
         rows=read | after | selected,
+        after_scroll=after_scroll & after,
     )
     rows = wanted["rows"].arg_true()
     picked = features.select("raw_output").gather(rows).with_columns(
-        h=pl.col("raw_output").hash(), **{c: wanted[c].gather(rows) for c in ("click", "drag", "selected", "signals")}
+        h=pl.col("raw_output").hash(),
+        **{c: wanted[c].gather(rows) for c in ("click", "drag", "selected", "signals", "after_scroll")},
     )
     texts = picked.select("h", "raw_output").unique("h")
     # the texts of selector-named targets' clicks, whose unquoted names are read (few: searched apart)
@@ -692,6 +731,8 @@ def _with_model_words(features: pl.DataFrame) -> pl.DataFrame:
         "h",
         "raw_output",
         failed=raw.str.contains(_SAID_NO_EFFECT) | raw.str.contains(_SAID_NO_EFFECT_ELSEWHERE),
+        not_there=(raw.str.contains(_SAID_NOT_THERE) | raw.str.contains(_SAID_NOT_THERE_ELSEWHERE))
+        & ~raw.str.contains(_SAID_SCROLLED_ON),
         worked=raw.str.contains(_SAID_WORKED) | raw.str.contains(_SAID_WORKED_ELSEWHERE),
         new=raw.str.contains(_SAID_NEW) | raw.str.contains(_SAID_NEW_ELSEWHERE),
         planned=raw.str.contains("\n", literal=True) & raw.str.contains(_SAID_TIMES),
@@ -735,7 +776,9 @@ def _with_model_words(features: pl.DataFrame) -> pl.DataFrame:
         generic=pl.when(clk).then("shown_generic").when(sel).then("named_generic"),
         # a Save / Create button, or a file dragged into a folder: a change the words alone show
         commits=(clk & pl.col("shown_button")) | (sel & pl.col("named_button")) | (pl.col("drag") & pl.col("moved")),
-        **{c: pl.col(c) & pl.col("signals") for c in ("failed", "worked", "new", "planned")},
+        **{c: pl.col(c) & pl.col("signals") for c in ("worked", "new", "planned")},
+        failed=pl.col("signals")
+        & pl.when("after_scroll").then(pl.col("not_there") & ~pl.col("worked")).otherwise("failed"),
         words=pl.when("signals").then("words"),
     )
     n = features.height

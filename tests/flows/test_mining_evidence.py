@@ -50,6 +50,35 @@ def test_scrolling_on_is_reading_from_actions_alone_and_a_loop_only_when_the_scr
     assert undecided(steps)["exact_repeat"] == 1  # the blind run: even actions cannot tell
 
 
+def test_a_scroll_search_the_words_call_vain_three_times_is_a_loop_and_reading_on_is_not():
+    """mining-11, the labels' scroll search: the same scroll again and again while the words after each say
+    the target is still not there is a loop from the words (3 such reports: one more than a click needs);
+    words that name what came into view, a search that ends after two vain scrolls, or the words of a
+    conditional plan are not."""
+    scroll = {"action": "scroll", "pixels": -300}
+
+    def searching(words: list[str]) -> list[dict]:
+        steps = [step(scroll, "s", **BLIND)]
+        for w in words:  # each step's words say what the scroll before it did, then it scrolls again
+            steps.append(dict(step(scroll, "s", **BLIND), raw_output=f"{w}\nscroll down"))
+        return steps[:-1] + [dict(step(DONE, "s", **BLIND), raw_output=f"{words[-1]}\ndone")]
+
+    vain = "Scrolled down to locate the brightness slider; however, it was not found in the current view."
+    steps = frame(
+        ("vain", searching([vain] * 5)),
+        ("vain, in Chinese", searching(["继续向下滚动，仍未找到“Videos”选项。"] * 5)),
+        ("reading on", searching(["The page scrolled down to reveal a section on colours; prices are still not visible."] * 5)),
+        ("found it", searching([vain, vain, "Now the slider is visible."])),
+        ("planning", searching(["Find the model in the list. If it's not visible, scroll down. Successfully scrolled."] * 5)),
+    )
+    found = d.detect_exact_repeats(steps)
+    assert sorted(found.select("trajectory_id", "evidence_level").rows()) == [
+        ("vain", "reasoning"),
+        ("vain, in Chinese", "reasoning"),
+    ]
+    assert d.MIN_SCROLL_REPORTS == 3
+
+
 def test_a_click_re_aimed_after_the_model_says_it_did_not_work_is_a_loop_the_model_reported():
     tries = [
         dict(step(click_at(500, 500), "s", **BLIND), raw_output='Let me click "Accept".'),
