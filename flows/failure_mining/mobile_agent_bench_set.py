@@ -10,7 +10,8 @@ per tool call, in the transcript's order, with
 
 - the call as our actions: a tap, double tap, long press or swipe in screen pixels (the tools' own space, the
   phone's 1008 x 2244, the watch's 384 x 384 for task b8) on the 0..999 grid; typed text; Back / Home / Enter as system buttons, other keys as
-  keys; an app launch as `open_app`; a screen capture as `screenshot`; a wait as `wait`; Maestro flows (YAML,
+  keys; an app launch as `open_app`; a screen capture as `screenshot` (one saved to a file, `saveTo`, is the call as a
+  `shell` action: it writes the file); a wait as `wait`; Maestro flows (YAML,
   read with `yaml.safe_load_all`) command by command (`tapOn: "Form"` is a click on the text "Form", a point
   `"50%,15%"` or `"631,323"` (pixels) a tap there); every other device or harness operation of the MCP servers (logcat, UI dumps, app
   lists, force-stop, clear data, install, settings, recordings) as a `shell` action whose command is the call
@@ -45,6 +46,7 @@ RESULT_CHARS = 600  # of a failed tool result kept as the step's error
 _HARNESS = ("ToolSearch", "Read", "TaskCreate", "TaskUpdate", "TaskList", "ListMcpResourcesTool",
             "ReadMcpResourceTool")  # fmt: skip
 _SCREENSHOT = re.compile(r"(^|_)(take_screenshot|screenshot|save_screenshot)$")
+_SAVED_TO = ("saveTo", "path", "output", "filename", "file")  # a capture's arguments naming the file it writes
 _PERCENT = re.compile(r"^\s*(-?[\d.]+)%\s*,\s*(-?[\d.]+)%\s*$")
 _PIXELS = re.compile(r"^\s*(-?[\d.]+)\s*,\s*(-?[\d.]+)\s*$")
 _KEYS = {"back": "back", "home": "home", "enter": "enter", "menu": "menu"}
@@ -220,8 +222,8 @@ def device_actions(server: str, tool: str, given: dict, screen: tuple[int, int] 
     if tool in ("nerve_launch", "mobile_launch_app", "open"):
         app = given.get("package") or given.get("packageName") or given.get("app")
         return [{"action": "open_app", "app": str(app)}] if app else []
-    if _SCREENSHOT.search(tool):
-        return [{"action": "screenshot"}]
+    if _SCREENSHOT.search(tool) and not any(given.get(k) for k in _SAVED_TO):
+        return [{"action": "screenshot"}]  # (one saved to a file writes it: the call, as a `shell` action)
     if tool == "wait" and server == "agent-device":
         ms = given.get("durationMs") or given.get("ms")
         try:

@@ -455,7 +455,8 @@ _TOOL_CALL = r"^\s*[A-Za-z][\w-]*\.([A-Za-z_][A-Za-z0-9_]*)(?:\s|$)"
 TOOL_WORDS: tuple[tuple[str, str], ...] = (
     ("delete", r"(?:^|_)(?:delete|remove|uninstall|wipe|erase|clear_(?:app_)?(?:data|state|storage))(?:_|$)"),
     ("send", r"(?:^|_)(?:send|post|publish|reply|forward|share)(?:_|$)"),
-    ("change", r"(?:^|_)(?:save|write|create|install|upload|rename|move|edit|update)(?:_|$)"),
+    # (a recording is written when it stops: `stop_screen_recording`)
+    ("change", r"(?:^|_)(?:save|write|create|install|upload|rename|move|edit|update)(?:_|$)|(?:^|_)stop_(?:\w+_)?recording$"),
 )
 
 

@@ -719,6 +719,9 @@ def test_a_tool_calls_name_says_its_effect_but_a_programs_call_or_a_reading_tool
         ("clear state", _one(shell("maestro.clearState com.shop"))),
         ("send", _one(shell('mail.send_email {"to": "a@b.c"}'))),
         ("write", _one(shell('fs.writeFile {"path": "notes.txt"}'))),
+        ("saved shot", _one(shell('mobile-mcp.mobile_save_screenshot {"saveTo": "/tmp/a.png"}'))),
+        ("recording saved", _one(shell('mobile-mcp.mobile_stop_screen_recording {"device": "x"}'))),
+        ("recording starts", _one(shell('mobile-mcp.mobile_start_screen_recording {"output": "/tmp/a.mp4"}'))),
         ("reads", _one(shell('mobile-mcp.mobile_list_apps {"device": "x"}'))),
         ("logcat", _one(shell('linc-nerve.nerve_logcat {"lines": 50}'))),
         ("program", _one(shell("pyautogui.write('delete me')"))),
@@ -729,6 +732,8 @@ def test_a_tool_calls_name_says_its_effect_but_a_programs_call_or_a_reading_tool
         ("clear state", 0): "delete",
         ("send", 0): "send",
         ("write", 0): "change",
+        ("saved shot", 0): "change",
+        ("recording saved", 0): "change",
     }
 
 

@@ -152,3 +152,16 @@ def test_the_mobile_agent_bench_labels_cover_the_labelled_runs_once_with_steps_i
 
 def test_the_mobile_agent_bench_set_is_a_known_set_with_its_own_variable():
     assert known_set_entry("mobile_agent_bench") == ("FLYWHEEL_MINING_EVAL_MOBILE_AGENT_BENCH", "mobile_agent_bench", False)
+
+
+def test_a_screenshot_saved_to_a_file_is_the_call_itself_and_a_plain_one_a_screenshot():
+    """A capture the agent only looks at is a `screenshot`; one saved to a path writes a file, so the builder
+    keeps the call (`<server>.<tool> <input>`), whose tool name says its effect."""
+    from flows.failure_mining.mobile_agent_bench_set import actions_of
+
+    save = "mcp__mobile-mcp__mobile_save_screenshot"
+    assert actions_of(save, {"device": "d"}) == [{"action": "screenshot"}]
+    assert actions_of(save, {"device": "d", "saveTo": "/tmp/crash.png"}) == [
+        {"action": "shell", "command": 'mobile-mcp.mobile_save_screenshot {"device": "d", "saveTo": "/tmp/crash.png"}'}
+    ]
+    assert actions_of("mcp__linc-nerve__nerve_screenshot", {}) == [{"action": "screenshot"}]
