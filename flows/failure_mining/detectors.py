@@ -260,7 +260,7 @@ def shared(f: pl.LazyFrame) -> pl.LazyFrame:
     and `sensitive_kind` (`_sensitive_kind_expr`)."""
     if "hit_nothing" in f.collect_schema().names():
         return f
-    return f.with_columns(again=_again_expr(), sensitive_kind=_sensitive_kind_expr()).with_columns(
+    return f.with_columns(again=_again_expr() & ~pl.col("idle"), sensitive_kind=_sensitive_kind_expr()).with_columns(
         hit_nothing=_click_hit_nothing_expr()
     )
 
@@ -1082,7 +1082,7 @@ def detect_failing_stretches(f: pl.LazyFrame) -> pl.LazyFrame:
     harness refused a step of it, else reasoning (mining-9; the words since mining-11)."""
     quiet = (pl.col("unmapped") & ~pl.col("failed")).fill_null(False)
     kept = (
-        f.with_columns(_failing=pl.col("failed") | _reported())  # (read before rows are dropped)
+        f.with_columns(_failing=(pl.col("failed") | _reported()) & ~pl.col("idle"))  # (read before rows are dropped)
         .filter(~quiet)
         .with_columns(row=pl.int_range(pl.len()))  # adjacency over the steps kept
     )

@@ -33,7 +33,10 @@ Conventions the detectors rely on:
   report of an effect it saw, evidence level `reasoning`;
   `said_worked`: it says the previous action did what it meant ("Now I have 2 protons", "has been added")
   and not that it failed, or it names new content ("COVEN AHRI appeared", "Now I can see August 12-21"),
-  which also overrides a failure phrase in the same words (a stepping control "is still visible");
+  which also overrides a failure phrase in the same words (a stepping control "is still visible"); after a
+  scroll repeated back to back, `said_failed` is only "the target is still not there" (`_SAID_NOT_THERE`);
+- `idle`: the turn runs nothing and its words say the task is done (English only): a finished agent kept going,
+  which neither repeats nor fails (mining-11);
 - `ev_rank` is the strongest evidence the step's effect is known from, as its rank in EVIDENCE_LEVELS (a
   small integer, not a string per step): errors (the action failed), screenshot, ui_tree, url (the next
   step's URL differs), else actions.
@@ -273,6 +276,14 @@ _NOT_THERE_ELSEWHERE = (
     "не найден", "не нашёл", "не нашел", "не видно", "всё ещё не видно", "все еще не видно",
 )
 _SAID_NOT_THERE_ELSEWHERE = _pattern(_NOT_THERE_ELSEWHERE)
+# A turn that runs nothing while its words say the task is done ("Since the task has been completed, no further
+# action is required"): an agent that has finished and is kept going by its harness, not one trying again
+# (the labels leave such turns clean; `idle`, mining-11).
+_SAID_DONE = (
+    r"(?i)\b(?:task|goal|objective|request)(?: \w+){0,6} (?:has|had|have) (?:already )?(?:been )?(?:successfully )?"
+    r"(?:completed|accomplished|achieved|fulfilled|done)\b|\bno (?:further|more|additional) (?:\w+ )?(?:actions?|steps?|"
+    r"interactions?) (?:are |is )?(?:required|needed|necessary)\b|\b(?:task|goal) is (?:already )?(?:complete|completed|done)\b"
+)
 # ... unless they name what the scroll brought into view: reading on, not searching in vain ("The page has
 # scrolled down to reveal a section titled ...; the prices are still not visible").
 _SAID_SCROLLED_ON = (
@@ -734,6 +745,7 @@ def _with_model_words(features: pl.DataFrame) -> pl.DataFrame:
         not_there=(raw.str.contains(_SAID_NOT_THERE) | raw.str.contains(_SAID_NOT_THERE_ELSEWHERE))
         & ~raw.str.contains(_SAID_SCROLLED_ON),
         worked=raw.str.contains(_SAID_WORKED) | raw.str.contains(_SAID_WORKED_ELSEWHERE),
+        done=raw.str.contains(_SAID_DONE),
         new=raw.str.contains(_SAID_NEW) | raw.str.contains(_SAID_NEW_ELSEWHERE),
         planned=raw.str.contains("\n", literal=True) & raw.str.contains(_SAID_TIMES),
         alone=~raw.str.contains("\n", literal=True),
@@ -776,7 +788,7 @@ def _with_model_words(features: pl.DataFrame) -> pl.DataFrame:
         generic=pl.when(clk).then("shown_generic").when(sel).then("named_generic"),
         # a Save / Create button, or a file dragged into a folder: a change the words alone show
         commits=(clk & pl.col("shown_button")) | (sel & pl.col("named_button")) | (pl.col("drag") & pl.col("moved")),
-        **{c: pl.col(c) & pl.col("signals") for c in ("worked", "new", "planned")},
+        **{c: pl.col(c) & pl.col("signals") for c in ("worked", "new", "planned", "done")},
         failed=pl.col("signals")
         & pl.when("after_scroll").then(pl.col("not_there") & ~pl.col("worked")).otherwise("failed"),
         words=pl.when("signals").then("words"),
@@ -805,6 +817,7 @@ def _with_model_words(features: pl.DataFrame) -> pl.DataFrame:
         same_turn=(same_words & planned) | carried,
         said_failed=failed,
         said_worked=(worked & ~failed) | new,
+        idle=spread("done").fill_null(False) & (pl.col("act") == "[]"),
     )
     if said["named"].null_count() == said.height and said["kind"].null_count() == said.height:
         # the words name no control and no move: the targets' kinds stand

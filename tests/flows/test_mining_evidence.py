@@ -260,6 +260,26 @@ def test_tries_the_next_words_say_did_not_work_are_a_failing_stretch_with_one_re
     assert d.MIN_SAID_FAILING == 5
 
 
+def test_turns_that_run_nothing_because_the_task_is_done_are_no_loop_but_a_replanned_aim_is():
+    """mining-11: an agent that says the task is complete and runs nothing, turn after turn, while its harness
+    keeps it going (each turn rejected: nothing to run) is finished, not trying again; the same turns
+    re-planning one click the harness cannot run are a loop."""
+    def idle(words: str) -> dict:
+        return dict(
+            step(None, "s", ok=False, error="the harness ran no action", format_error="unmapped_action: no_action(...)", **BLIND),
+            raw_output=f"{words}\nNone",
+        )
+
+    done = "Since the task has been successfully completed, no further actions are required."
+    again = "I need to click the Submit button to send the form."
+    steps = frame(
+        ("done", [step(click("Submit"), "s", **BLIND)] + [idle(done) for _ in range(5)]),
+        ("replanned", [step(click("Submit"), "s", **BLIND)] + [idle(again) for _ in range(5)]),
+    )
+    loops = d.detect_all(steps).filter(pl.col("kind") == "loop")
+    assert loops["trajectory_id"].unique().to_list() == ["replanned"]
+
+
 def test_one_loop_found_by_several_rules_is_one_finding_named_by_the_most_telling_rule():
     """A click refused four times is an exact repeat and a failing stretch: one loop, reported once, as
     exact_repeat (it says what was repeated); the evaluation counts it once too."""
