@@ -863,10 +863,14 @@ def _with_sensitive(features: pl.DataFrame) -> pl.DataFrame:
     kinds = _per_value(features["url"], effect_kind)
     observed = nxt(pl.lit(kinds))
     generic = pl.col("_named_generic") & observed.is_null()  # a URL that shows the effect says more
-    # the page stayed and the next step typed into it: the control opened a form (Invite members, Create
-    # commit...) or the site rejected the submit; either way nothing was committed (needs URLs to tell)
+    # the page stayed (or no URL says it moved: an app, a desktop) and the next step typed into it, with no
+    # typing just before: the control opened a form (Invite members, Create contact, a Save As dialog's
+    # name field...) or the site rejected the submit; either way nothing was committed yet (mining-11: the
+    # URL-less sets' openers: side effects ABP P 0.80 -> 0.84, AndroidWorld 0.71 -> 1.0, gbox 0.63 -> 0.65;
+    # OSWorld P 0.763 -> 0.770, R 0.632 -> 0.629)
     filling = pl.col("action_name").is_in(_FILLING)
-    opened_form = (~pl.col("url_changed") & nxt(filling) & ~prev(filling).fill_null(False)).fill_null(False)
+    stayed = ~pl.col("url_changed").fill_null(False)
+    opened_form = (stayed & nxt(filling) & ~prev(filling).fill_null(False)).fill_null(False)
     # the site asked to sign in (or to solve a CAPTCHA) next: nothing was committed yet
     urls = features["url"].drop_nulls().unique()
     sign_in = features["url"].is_in(urls.filter(urls.str.contains(SIGN_IN_URL)).implode()).fill_null(False)

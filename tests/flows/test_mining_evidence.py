@@ -593,6 +593,17 @@ def test_a_control_that_opened_a_form_is_no_side_effect():
     assert _side_effects(frame(("opener", opener), ("submit", submit))) == {("submit", 1): "change"}
 
 
+def test_without_urls_a_control_the_next_step_types_into_opened_a_form_and_the_save_after_it_commits():
+    """mining-11: an app or a desktop has no URL to say the screen stayed; a Create contact tapped, then the
+    first name typed, opened the form (nothing is created yet), and the Save pressed after the fields were
+    filled created the contact. A Save with nothing typed after it still commits."""
+    app = dict(BLIND, url=None)
+    field = {"action": "type", "text": "Adam", "target": {"role": "textbox", "name": "First name"}}
+    contact = [step(click("Create contact"), "s0", **app), step(field, "s1", **app), step(click("Save"), "s2", **app), step(DONE, "s3", **app)]
+    saved = [step(click("Save"), "s0", **app), step(DONE, "s1", **app)]
+    assert _side_effects(frame(("contact", contact), ("saved", saved))) == {("contact", 2): "change", ("saved", 0): "change"}
+
+
 def test_a_dialogs_ok_confirms_a_deletion_the_instruction_asks_for():
     """mining-6: an "Are you sure?" dialog's OK performs what opened it (a cancellation, a mass delete)."""
     steps = frame(
