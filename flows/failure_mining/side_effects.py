@@ -452,6 +452,7 @@ def for_role(kind: pl.Expr, role: pl.Expr) -> pl.Expr:
 # the first kind that matches wins; a name is English whatever the model writes. Not a program's call
 # (`pyautogui.write('x')`: a parenthesis, no space, follows).
 _TOOL_CALL = r"^\s*[A-Za-z][\w-]*\.([A-Za-z_][A-Za-z0-9_]*)(?:\s|$)"
+_LOGGED_TOOL_CALL = r"^\s*[A-Za-z][\w-]*\.[A-Za-z_][A-Za-z0-9_]*(?:\s+\{.*\})?\s*$"  # `<server>.<tool> {...}` whole
 TOOL_WORDS: tuple[tuple[str, str], ...] = (
     ("delete", r"(?:^|_)(?:delete|remove|uninstall|wipe|erase|clear_(?:app_)?(?:data|state|storage))(?:_|$)"),
     ("send", r"(?:^|_)(?:send|post|publish|reply|forward|share)(?:_|$)"),
@@ -482,7 +483,10 @@ def command_kind(actions_json: pl.Expr) -> pl.Expr:
     out = pl.when(actions_json.str.contains(_SAVE_CHORD)).then(pl.lit("change")).otherwise(pl.lit(None, pl.String))
     for kind, pattern in reversed(COMMAND_PATTERNS):  # the first kind is applied last, so it wins
         out = pl.when(command.str.contains(pattern)).then(pl.lit(kind)).otherwise(out)
-    return pl.coalesce(out, tool_kind(shell))
+    # a tool call logged with its JSON input says its effect by the tool's name alone: the server's name is
+    # no command word (`mail.list_inbox {...}` sends nothing, `rm.list {}` deletes nothing)
+    logged_call = shell.str.contains(_LOGGED_TOOL_CALL).fill_null(False)
+    return pl.when(logged_call).then(tool_kind(shell)).otherwise(pl.coalesce(out, tool_kind(shell)))
 
 
 # Names that open a purchase, booking or creation flow rather than commit one ("Buy Now", "Book Now",

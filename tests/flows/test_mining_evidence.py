@@ -754,6 +754,10 @@ def test_a_tool_calls_name_says_its_effect_but_a_programs_call_or_a_reading_tool
         ("recording saved", _one(shell('mobile-mcp.mobile_stop_screen_recording {"device": "x"}'))),
         ("recording starts", _one(shell('mobile-mcp.mobile_start_screen_recording {"output": "/tmp/a.mp4"}'))),
         ("reads", _one(shell('mobile-mcp.mobile_list_apps {"device": "x"}'))),
+        # the server's name is no command word: a `mail` server's inbox listing sends nothing
+        ("inbox", _one(shell('mail.list_inbox {"folder": "INBOX"}'))),
+        ("rm server", _one(shell("rm.list {}"))),
+        ("script then rm", _one(shell("deploy.sh && rm -rf build"))),
         ("logcat", _one(shell('linc-nerve.nerve_logcat {"lines": 50}'))),
         ("program", _one(shell("pyautogui.write('delete me')"))),
         ("script", _one(shell("manage.py migrate"))),
@@ -765,6 +769,7 @@ def test_a_tool_calls_name_says_its_effect_but_a_programs_call_or_a_reading_tool
         ("write", 0): "change",
         ("saved shot", 0): "change",
         ("recording saved", 0): "change",
+        ("script then rm", 0): "delete",
     }
 
 
