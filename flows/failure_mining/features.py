@@ -276,6 +276,12 @@ _NOT_THERE_ELSEWHERE = (
     "не найден", "не нашёл", "не нашел", "не видно", "всё ещё не видно", "все еще не видно",
 )
 _SAID_NOT_THERE_ELSEWHERE = _pattern(_NOT_THERE_ELSEWHERE)
+# ... unless they name what the scroll brought into view: reading on, not searching in vain ("The page has
+# scrolled down to reveal a section titled ...; the prices are still not visible").
+_SAID_SCROLLED_ON = (
+    r"(?i)\breveal(?:s|ed|ing)?\b|\bnew (?:section|content|items|results|options)\b|"
+    r"\bmore (?:information|details|results|items|options|content|products|sections)\b|\bnow (?:shows|displays)\b"
+)
 # A turn that runs nothing while its words say the task is done ("Since the task has been completed, no further
 # action is required"): an agent that has finished and is kept going by its harness, not one trying again
 # (the labels leave such turns clean; `idle`, mining-11).
@@ -283,12 +289,6 @@ _SAID_DONE = (
     r"(?i)\b(?:task|goal|objective|request)(?: \w+){0,6} (?:has|had|have) (?:already )?(?:been )?(?:successfully )?"
     r"(?:completed|accomplished|achieved|fulfilled|done)\b|\bno (?:further|more|additional) (?:\w+ )?(?:actions?|steps?|"
     r"interactions?) (?:are |is )?(?:required|needed|necessary)\b|\b(?:task|goal) is (?:already )?(?:complete|completed|done)\b"
-)
-# ... unless they name what the scroll brought into view: reading on, not searching in vain ("The page has
-# scrolled down to reveal a section titled ...; the prices are still not visible").
-_SAID_SCROLLED_ON = (
-    r"(?i)\breveal(?:s|ed|ing)?\b|\bnew (?:section|content|items|results|options)\b|"
-    r"\bmore (?:information|details|results|items|options|content|products|sections)\b|\bnow (?:shows|displays)\b"
 )
 # The model planning a repeat within one turn: "Let me click the plus button 4 times".
 # ... or the taps, clicks, presses, swipes or scrolls still to make: "I need 5 more taps to reach 7", "4-5 more

@@ -40,6 +40,8 @@ from flows.failure_mining.rewards import DEFAULT_WEIGHTS, RewardWeights, marked_
 from lake import Lake, utcnow
 from lake.schemas import schema_for
 
+# mining-11 (issue 15, thirteenth pass): failing stretches count tries the words call failed, scroll searches,
+# idle turns of a finished agent, forms opened without URLs, tool calls judged by the tool's name;
 # mining-10 (issue 15, twelfth pass): repeats from actions alone that the instruction asks for are no loop;
 # mining-9 (issue 15, eleventh pass): coordinate actions no longer share one aim (a hashed null);
 # mining-5 (issue 15, sixth pass): cycles the model reports failing, agents' verdict words, unmapped actions
