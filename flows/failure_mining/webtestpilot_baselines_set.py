@@ -51,7 +51,9 @@ _TAG_ROLES = {
     "select": "combobox", "label": "label", "option": "option", "img": "img", "li": "listitem",
 }  # fmt: skip
 _RESULT = re.compile(r"^experiments/rq1_2/results/([^/]+)/([^/]+)/\2\.final\.json$")
-RAN_NOTHING = "the agent's action was fail: nothing ran (its navigation engine found no way to do the instruction)"
+RAN_NOTHING = (
+    "the agent's action was fail: nothing ran (its navigation engine found no way to do the instruction)"
+)
 
 
 def build_webtestpilot_baselines_set(git_dir: str | Path, out: str | Path, commit: str = COMMIT) -> int:
@@ -99,10 +101,16 @@ def instruction(case: dict) -> str:
     return "\n".join(lines)
 
 
-def trajectory(agent: str, app: str, run: Any, tests: dict[str, str], seen: dict[str, int] | None = None) -> dict | None:
+def trajectory(
+    agent: str, app: str, run: Any, tests: dict[str, str], seen: dict[str, int] | None = None
+) -> dict | None:
     """One test case run as a data.jsonl record; None when it has no name or no traces. The test case's
     instruction is matched by name (a buggy variant, "<name> - Bug", runs the same test case)."""
-    if not isinstance(run, dict) or not isinstance(run.get("test_name"), str) or not isinstance(run.get("traces"), list):
+    if (
+        not isinstance(run, dict)
+        or not isinstance(run.get("test_name"), str)
+        or not isinstance(run.get("traces"), list)
+    ):
         return None
     if not run["traces"]:
         return None
