@@ -11,8 +11,8 @@ from pathlib import Path
 from tests.flows.labelled_sets import ROOT, checked_labels, committed
 
 LABELS = ROOT / "tests" / "data" / "mining_eval" / "webtestpilot_baselines_labels.jsonl"
-# labelled ranks 0-79 (WEBTESTPILOT_BASELINES.md): runs, (loop, side-effect) labels
-RUNS, COUNTS = 80, (29, 28)
+# labelled ranks 0-119 (WEBTESTPILOT_BASELINES.md): runs, (loop, side-effect) labels
+RUNS, COUNTS = 120, (45, 47)
 FIELD = "/html/body/div[4]/form/div[1]/input"
 SAVE = "/html/body/div[4]/form/div[6]/button"
 
