@@ -163,7 +163,14 @@ def element_at(elements: list, index: Any) -> dict | None:
         return None
     line = entry["ui_description"]
     fields = {key: _unquoted(value) for key, value in _FIELD.findall(line)}
-    name = next((fields[k].strip() for k in ("text", "content_description", "hint_text") if fields.get(k, "").strip()), None)
+    name = next(
+        (
+            fields[k].strip()
+            for k in ("text", "content_description", "hint_text")
+            if fields.get(k, "").strip()
+        ),
+        None,
+    )
     role = "textbox" if '"is_editable": True' in line else "generic"
     box = entry.get("ui_bbox")
     point = None
