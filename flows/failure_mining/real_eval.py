@@ -102,6 +102,12 @@ KNOWN_SETS = {
         EVAL_DATA / "mobile_agent_bench_labels.jsonl",
         False,
     ),
+    "webtestpilot_baselines": (  # WEBTESTPILOT_BASELINES.md; LaVague and Pinata running test cases on four web apps, labelled blind
+        "FLYWHEEL_MINING_EVAL_WEBTESTPILOT_BASELINES",
+        "webtestpilot_baselines",
+        EVAL_DATA / "webtestpilot_baselines_labels.jsonl",
+        False,
+    ),
 }
 # How much each set can still tell: every set was labelled blind (ABP excepted) and scored once before any rule
 # was chosen reading it; once its findings are read to choose rules it is in-sample, and its figures say how
@@ -118,6 +124,7 @@ SET_STATUS = {
     "webcanvas": "in-sample: blind at mining-8 (loop F1 0.406); read since mining-9",
     "gbox_webarena": "blind at mining-9 (loop F1 0.0, side effects R 0.836); loops read since",
     "mobile_agent_bench": "blind at mining-9 (loop F1 0.399, side effects R 0.114); loops read since, side effects since mining-10",
+    "webtestpilot_baselines": "blind: labelled 2026-12-03 (helper 15m), scored once at mining-11",
 }
 HALVES = ("tune", "held_out")
 

@@ -8,7 +8,7 @@ import json
 import tempfile
 from pathlib import Path
 
-from tests.flows.labelled_sets import ROOT, checked_labels, committed
+from tests.flows.labelled_sets import ROOT, checked_labels, committed, known_set_entry
 
 LABELS = ROOT / "tests" / "data" / "mining_eval" / "webtestpilot_baselines_labels.jsonl"
 # labelled ranks 0-119 (WEBTESTPILOT_BASELINES.md): runs, (loop, side-effect) labels
@@ -128,3 +128,9 @@ def test_the_webtestpilot_baselines_labels_cover_the_labelled_runs_once_with_ste
     checked_labels(
         LABELS, RUNS, COUNTS, "FLYWHEEL_MINING_EVAL_WEBTESTPILOT_BASELINES", "webtestpilot_baselines"
     )
+
+
+def test_the_webtestpilot_baselines_set_is_a_known_set_with_its_own_variable():
+    assert known_set_entry("webtestpilot_baselines") == (
+        "FLYWHEEL_MINING_EVAL_WEBTESTPILOT_BASELINES", "webtestpilot_baselines", False
+    )  # fmt: skip
