@@ -108,6 +108,12 @@ KNOWN_SETS = {
         EVAL_DATA / "webtestpilot_baselines_labels.jsonl",
         False,
     ),
+    "lyx_android_world": (  # LYX_ANDROID_WORLD.md; an AndroidWorld fork's phone agent (7 runs), labelled blind
+        "FLYWHEEL_MINING_EVAL_LYX_ANDROID_WORLD",
+        "lyx_android_world",
+        EVAL_DATA / "lyx_android_world_labels.jsonl",
+        False,
+    ),
 }
 # How much each set can still tell: every set was labelled blind (ABP excepted) and scored once before any rule
 # was chosen reading it; once its findings are read to choose rules it is in-sample, and its figures say how
@@ -125,6 +131,7 @@ SET_STATUS = {
     "gbox_webarena": "blind at mining-9 (loop F1 0.0, side effects R 0.836); loops read since",
     "mobile_agent_bench": "blind at mining-9 (loop F1 0.399, side effects R 0.114); loops read since, side effects since mining-10",
     "webtestpilot_baselines": "blind: labelled 2026-12-03 (helper 15m), scored once at mining-11",
+    "lyx_android_world": "blind: labelled 2026-12-03 (helper 15n), scored once at mining-11",
 }
 HALVES = ("tune", "held_out")
 

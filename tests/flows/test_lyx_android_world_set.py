@@ -9,7 +9,7 @@ import json
 import tempfile
 from pathlib import Path
 
-from tests.flows.labelled_sets import ROOT, checked_labels, committed
+from tests.flows.labelled_sets import ROOT, checked_labels, committed, known_set_entry
 
 LABELS = ROOT / "tests" / "data" / "mining_eval" / "lyx_android_world_labels.jsonl"
 # every run of the set labelled (LYX_ANDROID_WORLD.md): runs, (loop, side-effect) labels
@@ -169,3 +169,9 @@ def test_the_lyx_android_world_labels_cover_every_run_once_with_steps_in_order()
     if lengths is not None:  # with the data here: every run of it is labelled
         order = sorted(lengths, key=lambda t: hashlib.sha256(t.encode()).hexdigest())
         assert set(order[: len(runs)]) == runs == set(lengths)
+
+
+def test_the_lyx_android_world_set_is_a_known_set_with_its_own_variable():
+    assert known_set_entry("lyx_android_world") == (
+        "FLYWHEEL_MINING_EVAL_LYX_ANDROID_WORLD", "lyx_android_world", False
+    )  # fmt: skip
