@@ -12,7 +12,7 @@ from pathlib import Path
 from tests.flows.labelled_sets import ROOT, checked_labels, committed
 
 LABELS = ROOT / "tests" / "data" / "mining_eval" / "android_world_mcp_labels.jsonl"
-RUNS, COUNTS = 20, (15, 5)  # the runs labelled (ANDROID_WORLD_MCP.md): runs, (loop, side-effect) labels
+RUNS, COUNTS = 28, (19, 7)  # the runs labelled (ANDROID_WORLD_MCP.md): runs, (loop, side-effect) labels
 RESULTS = "androidworld_mcp/run_results"
 DEVICE = "mcp__wimb-device__"
 
