@@ -114,6 +114,12 @@ KNOWN_SETS = {
         EVAL_DATA / "lyx_android_world_labels.jsonl",
         False,
     ),
+    "android_world_mcp": (  # ANDROID_WORLD_MCP.md; Claude Code through an MCP phone server on AndroidWorld tasks, labelled blind
+        "FLYWHEEL_MINING_EVAL_ANDROID_WORLD_MCP",
+        "android_world_mcp",
+        EVAL_DATA / "android_world_mcp_labels.jsonl",
+        False,
+    ),
 }
 # How much each set can still tell: every set was labelled blind (ABP excepted) and scored once before any rule
 # was chosen reading it; once its findings are read to choose rules it is in-sample, and its figures say how
@@ -132,6 +138,7 @@ SET_STATUS = {
     "mobile_agent_bench": "blind at mining-9 (loop F1 0.399, side effects R 0.114); loops read since, side effects since mining-10",
     "webtestpilot_baselines": "blind: labelled 2026-12-03 (helper 15m), scored once at mining-11",
     "lyx_android_world": "blind: labelled 2026-12-03 (helper 15n), scored once at mining-11",
+    "android_world_mcp": "blind: labelled 2026-12-03 (helper 15o, ranks 0-27), scored once at mining-11",
 }
 HALVES = ("tune", "held_out")
 

@@ -9,7 +9,7 @@ import json
 import tempfile
 from pathlib import Path
 
-from tests.flows.labelled_sets import ROOT, checked_labels, committed
+from tests.flows.labelled_sets import ROOT, checked_labels, committed, known_set_entry
 
 LABELS = ROOT / "tests" / "data" / "mining_eval" / "android_world_mcp_labels.jsonl"
 RUNS, COUNTS = 28, (19, 7)  # the runs labelled (ANDROID_WORLD_MCP.md): runs, (loop, side-effect) labels
@@ -191,3 +191,9 @@ def test_the_android_world_mcp_labels_cover_the_labelled_runs_once_with_steps_in
     if lengths is not None:  # with the data here: the labelled runs are a prefix of the labelling order
         order = sorted(lengths, key=lambda t: hashlib.sha256(t.encode()).hexdigest())
         assert set(order[: len(runs)]) == runs
+
+
+def test_the_android_world_mcp_set_is_a_known_set_with_its_own_variable():
+    assert known_set_entry("android_world_mcp") == (
+        "FLYWHEEL_MINING_EVAL_ANDROID_WORLD_MCP", "android_world_mcp", False
+    )  # fmt: skip
