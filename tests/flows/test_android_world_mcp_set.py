@@ -13,6 +13,8 @@ from tests.flows.labelled_sets import ROOT, checked_labels, committed, known_set
 
 LABELS = ROOT / "tests" / "data" / "mining_eval" / "android_world_mcp_labels.jsonl"
 RUNS, COUNTS = 28, (19, 7)  # the runs labelled (ANDROID_WORLD_MCP.md): runs, (loop, side-effect) labels
+LATE_LABELS = ROOT / "tests" / "data" / "mining_eval" / "android_world_mcp_labels_late.jsonl"
+LATE_RUNS, LATE_COUNTS = 50, (19, 26)  # ranks 28-77, labelled blind after the lead tuned on ranks 0-27
 RESULTS = "androidworld_mcp/run_results"
 DEVICE = "mcp__wimb-device__"
 
@@ -191,6 +193,17 @@ def test_the_android_world_mcp_labels_cover_the_labelled_runs_once_with_steps_in
     if lengths is not None:  # with the data here: the labelled runs are a prefix of the labelling order
         order = sorted(lengths, key=lambda t: hashlib.sha256(t.encode()).hexdigest())
         assert set(order[: len(runs)]) == runs
+
+
+def test_the_late_android_world_mcp_labels_cover_ranks_28_on_once_and_share_no_run_with_the_first_file():
+    _records, runs, lengths = checked_labels(
+        LATE_LABELS, LATE_RUNS, LATE_COUNTS, "FLYWHEEL_MINING_EVAL_ANDROID_WORLD_MCP", "android_world_mcp"
+    )
+    early = {json.loads(line)["task_id"] for line in LABELS.read_text().splitlines()}
+    assert not runs & early
+    if lengths is not None:  # with the data here: the late runs are the next ranks of the labelling order
+        order = sorted(lengths, key=lambda t: hashlib.sha256(t.encode()).hexdigest())
+        assert set(order[len(early) : len(early) + len(runs)]) == runs
 
 
 def test_the_android_world_mcp_set_is_a_known_set_with_its_own_variable():
