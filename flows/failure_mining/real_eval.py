@@ -120,6 +120,12 @@ KNOWN_SETS = {
         EVAL_DATA / "android_world_mcp_labels.jsonl",
         False,
     ),
+    "android_world_mcp_late": (  # the same runs' ranks 28-77, labelled blind after ranks 0-27 were scored
+        "FLYWHEEL_MINING_EVAL_ANDROID_WORLD_MCP",
+        "android_world_mcp",
+        EVAL_DATA / "android_world_mcp_labels_late.jsonl",
+        False,
+    ),
 }
 # How much each set can still tell: every set was labelled blind (ABP excepted) and scored once before any rule
 # was chosen reading it; once its findings are read to choose rules it is in-sample, and its figures say how
@@ -139,6 +145,7 @@ SET_STATUS = {
     "webtestpilot_baselines": "blind: labelled 2026-12-03 (helper 15m), scored once at mining-11",
     "lyx_android_world": "blind: labelled 2026-12-03 (helper 15n), scored once at mining-11",
     "android_world_mcp": "blind: labelled 2026-12-03 (helper 15o, ranks 0-27), scored once at mining-11",
+    "android_world_mcp_late": "blind: ranks 28-77 labelled 2026-12-03 (helper 15p), scored once at mining-11",
 }
 HALVES = ("tune", "held_out")
 

@@ -210,3 +210,9 @@ def test_the_android_world_mcp_set_is_a_known_set_with_its_own_variable():
     assert known_set_entry("android_world_mcp") == (
         "FLYWHEEL_MINING_EVAL_ANDROID_WORLD_MCP", "android_world_mcp", False
     )  # fmt: skip
+
+
+def test_the_late_ranks_are_a_known_set_on_the_same_data():
+    assert known_set_entry("android_world_mcp_late") == (
+        "FLYWHEEL_MINING_EVAL_ANDROID_WORLD_MCP", "android_world_mcp", False
+    )  # fmt: skip
