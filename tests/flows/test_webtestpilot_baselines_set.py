@@ -13,6 +13,9 @@ from tests.flows.labelled_sets import ROOT, checked_labels, committed, known_set
 LABELS = ROOT / "tests" / "data" / "mining_eval" / "webtestpilot_baselines_labels.jsonl"
 # labelled ranks 0-119 (WEBTESTPILOT_BASELINES.md): runs, (loop, side-effect) labels
 RUNS, COUNTS = 120, (45, 47)
+# ranks 120-236, labelled blind afterwards and held out (WEBTESTPILOT_BASELINES.md, "Late ranks (held out)")
+LATE_LABELS = ROOT / "tests" / "data" / "mining_eval" / "webtestpilot_baselines_labels_late.jsonl"
+LATE_RUNS, LATE_COUNTS = 117, (46, 51)
 FIELD = "/html/body/div[4]/form/div[1]/input"
 SAVE = "/html/body/div[4]/form/div[6]/button"
 
@@ -128,6 +131,22 @@ def test_the_webtestpilot_baselines_labels_cover_the_labelled_runs_once_with_ste
     checked_labels(
         LABELS, RUNS, COUNTS, "FLYWHEEL_MINING_EVAL_WEBTESTPILOT_BASELINES", "webtestpilot_baselines"
     )
+
+
+def test_the_late_webtestpilot_baselines_labels_cover_other_runs_once_with_steps_in_order():
+    _, late, lengths = checked_labels(
+        LATE_LABELS,
+        LATE_RUNS,
+        LATE_COUNTS,
+        "FLYWHEEL_MINING_EVAL_WEBTESTPILOT_BASELINES",
+        "webtestpilot_baselines",
+    )
+    _, early, _ = checked_labels(
+        LABELS, RUNS, COUNTS, "FLYWHEEL_MINING_EVAL_WEBTESTPILOT_BASELINES", "webtestpilot_baselines"
+    )
+    assert not late & early
+    if lengths is not None:  # with the data here, the two files together label every built run
+        assert late | early == set(lengths)
 
 
 def test_the_webtestpilot_baselines_set_is_a_known_set_with_its_own_variable():
