@@ -1354,8 +1354,12 @@ def _moved_on() -> pl.Expr:
 
 
 def _sensitive_confidence() -> pl.Expr:
-    """A manifest is sure; a control's name is a strong sign; a URL after the fact a weaker one."""
-    return pl.col("sens_from").replace_strict({"manifest": 0.97, "actions": 0.8, "url": 0.7}, default=0.7)
+    """A manifest is sure; a control's name is a strong sign; a URL after the fact a weaker one, and the model's
+    words after the fact (a change it reports, the control it says it pressed) weaker still (mining-12: on the
+    held-out ranks of a narrating harness the named presses were right about half the time)."""
+    return pl.col("sens_from").replace_strict(
+        {"manifest": 0.97, "actions": 0.8, "url": 0.7, "reasoning": 0.6}, default=0.7
+    )
 
 
 @check

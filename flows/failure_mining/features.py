@@ -290,6 +290,70 @@ _SAID_DONE = (
     r"(?:completed|accomplished|achieved|fulfilled|done)\b|\bno (?:further|more|additional) (?:\w+ )?(?:actions?|steps?|"
     r"interactions?) (?:are |is )?(?:required|needed|necessary)\b|\b(?:task|goal) is (?:already )?(?:complete|completed|done)\b"
 )
+# The model reporting a state change it sees after an action ("The contact has been saved successfully", "the
+# expense was successfully archived", "Successfully deleted"): an observed effect, as a URL only a change leads to
+# is (mining-12). English only, and only the perfect passive or a "successfully" form of participles that name a
+# change of the user's data: "was submitted by ..." or "the filter was removed" describe the page, "I created" or
+# "let me save" is a recap or a plan. Words that deny it ("not yet successfully submitted") report nothing.
+_EFFECT_PARTICIPLES = {
+    "delete": r"deleted|uninstalled",
+    "send": r"sent|posted|published",
+    "book": r"booked|reserved",
+    "pay": r"purchased|paid for",
+    "cart": r"added to (?:the |your |my )?(?:shopping )?(?:cart|bag|basket|wish ?list)",
+    "change": r"saved|created|archived|restored|installed|renamed",
+}
+_SAID_EFFECT = {
+    kind: rf"(?i)\b(?:(?:has|have) (?:now )?been (?:successfully )?|(?:has|have) successfully |"
+    rf"(?:was|were|is|are|got) (?:now )?successfully )(?:{words})\b|\b(?:was|were|is|are) (?:{words}) successfully\b"
+    rf"|(?:^|[.!?:\"“'(]\s*)successfully (?:{words})\b"
+    for kind, words in _EFFECT_PARTICIPLES.items()
+}
+_SAID_EFFECT_ANY = "|".join(f"(?:{p.removeprefix('(?i)')})" for p in _SAID_EFFECT.values())
+# ... unless the sentence denies it or plans it: "not yet successfully submitted", "I need to ensure that the
+# event is saved successfully", "verify they have been ordered"
+_ALL_PARTICIPLES = "|".join(_EFFECT_PARTICIPLES.values())
+_DENIED_EFFECT = (
+    r"(?i)\b(?:not|n't|never|unable to|failed to|ensure|make sure|verify|whether|if|need to|needs to|should|will"
+    rf"|must|until|once)\b[^.!?\n]{{0,80}}\b(?:{_ALL_PARTICIPLES})\b"
+)
+
+
+# A narrator's report of the control an action pressed, after it: "The 'Save' button was clicked", "Clicked on
+# 'Restore'", "Clicked the blue 'Confirm' button" (English; the name quoted).
+_QUOTED_NAME = r"""['"“‘]([^'"”’\n]{1,60})['"”’]"""
+_SAID_CLICKED = (
+    rf"(?i)\b(?:clicked|tapped|pressed) (?:on )?(?:the )?(?:\w+ ){{0,2}}?{_QUOTED_NAME}",
+    rf"(?i){_QUOTED_NAME} (?:\w+ ){{0,2}}?(?:was|has been) (?:successfully )?(?:clicked|tapped|pressed)\b",
+)
+
+
+# ... and that what it pressed opened something (a dialog, a form, a page): it committed nothing yet ("Clicked on the
+# 'Delete' link ..., which led to the expected delete confirmation page", "The 'Create event' button was clicked and
+# its dropdown menu is now open")
+_OPENED_THING = r"(?:dialog|dropdown|menu|modal|pop-?up|form|page|prompt|screen|wizard)"
+_SAID_OPENED = (
+    rf"(?i)\b{_OPENED_THING}\b[^.]{{0,40}}\b(?:opened|appeared|is (?:now )?open|showed up|was shown|is shown)\b"
+    rf"|\b(?:opened|opens|opening) (?:the |a |an |its )?(?:\w+ ){{0,3}}{_OPENED_THING}\b"
+    rf"|\b(?:led|leading|leads) to (?:the |a |an )?(?:expected )?(?:\w+ ){{0,3}}{_OPENED_THING}\b"
+)
+
+
+def said_clicked_name(text: pl.Expr) -> pl.Expr:
+    """The quoted name of the control the words say was clicked (null when they say none, or say it opened a
+    dialog, a form or a page: `_SAID_OPENED`)."""
+    name = pl.coalesce(*(text.str.extract(p, 1) for p in _SAID_CLICKED))
+    return pl.when(~text.str.contains(_SAID_OPENED)).then(name)
+
+
+def said_effect_kind(text: pl.Expr) -> pl.Expr:
+    """The sensitive kind of the change the words report (null when they report none; the first kind wins)."""
+    out = pl.lit(None, pl.String)
+    for kind, pattern in reversed(list(_SAID_EFFECT.items())):
+        out = pl.when(text.str.contains(pattern)).then(pl.lit(kind)).otherwise(out)
+    return pl.when(text.str.contains("(?i)" + _SAID_EFFECT_ANY) & ~text.str.contains(_DENIED_EFFECT)).then(out)
+
+
 # The model planning a repeat within one turn: "Let me click the plus button 4 times".
 # ... or the taps, clicks, presses, swipes or scrolls still to make: "I need 5 more taps to reach 7", "4-5 more
 # swipes" (mining-9; the action words only: "a few more attempts" is a retry, not a plan)
@@ -627,6 +691,12 @@ def step_features(steps: pl.LazyFrame | pl.DataFrame) -> pl.DataFrame:
         )
     )
     out = _with_model_words(lf.drop("ui_tree_sha", "screenshot_sha", "actions_json").collect(engine=ENGINE))
+    out = out.with_columns(
+        _said_effect=_per_value(out["raw_output"], said_effect_kind),
+        _said_clicked=_per_value(out["raw_output"], said_clicked_name),
+        # no words of its own: no output, or one line (the action itself, as harnesses log a turn with no thought)
+        _wordless=~pl.col("raw_output").str.contains("\n", literal=True).fill_null(False),
+    )
     return _with_sensitive(out.drop("raw_output").with_columns(first_origin=_first_origin(out)))
 
 
@@ -856,12 +926,79 @@ def _per_value(values: pl.Series, kind: Callable[[pl.Expr], pl.Expr]) -> pl.Seri
     return values.replace_strict(table["v"], table["k"], default=None, return_dtype=pl.String)
 
 
+# Steps that only look (a screen capture, a wait): the words after them are about the action before them
+_LOOKING = ("screenshot", "wait")
+# actions whose effect the next words may report: presses of a control or a key (typing fills, a goto opens)
+_COMMITTING = (*CLICKS, "key", "left_click_drag")
+
+
+def _onto_acted(features: pl.DataFrame, said: pl.Series, also: pl.Series | None = None) -> pl.Series:
+    """What the words of a step say (`said`, null where they say nothing) put on the step they follow: the last
+    step before them that is no screen capture or wait (an agent that looks by calling a tool logs tap, wait,
+    screenshot, then its words), in the same trajectory, when that step presses a control or a key and `also`
+    holds there. Null elsewhere."""
+    if said.null_count() == said.len():
+        return said
+    acting = ~features["action_name"].cast(pl.String).is_in(_LOOKING).fill_null(False)
+    row = pl.Series(range(features.height), dtype=pl.Int64)
+    last_acting = row.zip_with(acting, pl.Series([None] * features.height, dtype=pl.Int64)).forward_fill().shift(1)
+    words_at = said.is_not_null().arg_true()
+    target = last_acting.gather(words_at)
+    ok = target.is_not_null()
+    words_at, target = words_at.filter(ok), target.filter(ok).cast(pl.UInt32)
+    traj = features["traj_no"]
+    presses = features["action_name"].cast(pl.String).is_in(_COMMITTING).fill_null(False)
+    keep = (traj.gather(words_at) == traj.gather(target)) & presses.gather(target)
+    if also is not None:
+        keep = keep & also.gather(target)
+    out = pl.repeat(None, features.height, dtype=said.dtype, eager=True)
+    if keep.any():
+        out = out.scatter(target.filter(keep), said.gather(words_at.filter(keep)))
+    return out
+
+
+def _reported_effects(features: pl.DataFrame) -> pl.Series:
+    """Per step, the kind of change the model's next words report it made (`said_effect_kind`), on the step the
+    words follow (`_onto_acted`) - the first report only: words that repeat the step before's report ("The fork
+    has been created" on and on) recap it - and where nothing before it in the run was named a change: an agent
+    that restates its progress ("The group has been created and I'm on its overview page") reports a change its
+    named Create made steps ago."""
+    said = features["_said_effect"]
+    if said.null_count() == said.len():
+        return said
+    named = (pl.col("_named_kind").is_not_null() | pl.col("_command_kind").is_not_null()).cast(pl.Int32)
+    named_before = features.select(n=named.cum_sum().over("traj_no") - named)["n"] > 0
+    return _onto_acted(features, said, said.is_null() & ~named_before)
+
+
+def _named_after(features: pl.DataFrame) -> pl.DataFrame:
+    """`_named_kind` / `_named_generic` of a wordless press whose target names no kind, from the next words that
+    say which control it was ("The blue 'Save' button was clicked", "Clicked on 'Restore'": a harness that
+    narrates each action after it, with no words before it; mining-12). Other steps keep theirs."""
+    name = _onto_acted(
+        features, features["_said_clicked"], features["_wordless"] & features["_named_kind"].is_null()
+    )
+    if name.null_count() == name.len():
+        return features.with_columns(_named_after=pl.lit(False))
+    return features.with_columns(
+        _named_after=pl.col("_named_kind").is_null() & pl.lit(name).is_not_null(),
+        _named_kind=pl.coalesce(pl.col("_named_kind"), control_kind(pl.lit(name))),
+        _named_generic=pl.when(pl.lit(name).is_not_null())
+        .then(generic_name(pl.lit(name)))
+        .otherwise(pl.col("_named_generic")),
+    )
+
+
 def _with_sensitive(features: pl.DataFrame) -> pl.DataFrame:
     """`sens` and `sens_from` (see the module docstring; `sens_from` is null where `sens` is). Which source
     names the step's kind is decided on every step with booleans; the kinds themselves (strings) are put
     together on the few steps that have one."""
+    features = _named_after(features)
     kinds = _per_value(features["url"], effect_kind)
-    observed = nxt(pl.lit(kinds))
+    reported = _reported_effects(features)  # the model's next words report the change (mining-12)
+    kinds_next = pl.coalesce(pl.lit(kinds).shift(-1), pl.lit(reported))
+    observed = pl.coalesce(nxt(pl.lit(kinds)), pl.lit(reported))
+    by_url = nxt(pl.lit(kinds)).is_not_null()
     generic = pl.col("_named_generic") & observed.is_null()  # a URL that shows the effect says more
     # the page stayed (or no URL says it moved: an app, a desktop) and the next step typed into it, with no
     # typing just before: the control opened a form (Invite members, Create contact, a Save As dialog's
@@ -884,6 +1021,7 @@ def _with_sensitive(features: pl.DataFrame) -> pl.DataFrame:
         named=~opened_form & (~pl.col("_named_generic") | generic) & pl.col("_named_kind").is_not_null(),
         command=pl.col("_command_kind").is_not_null(),
         observed=observed.is_not_null(),
+        by_url=by_url,
         generic=generic,
         done=~pl.col("failed") | timed_out,
     )
@@ -895,8 +1033,9 @@ def _with_sensitive(features: pl.DataFrame) -> pl.DataFrame:
             "sensitive": features["sensitive"].gather(rows),
             "kind": features["_named_kind"].gather(rows),
             "command_kind": features["_command_kind"].gather(rows),
-            "next_kind": kinds.shift(-1).gather(rows),
-            **{c: flags[c].gather(rows) for c in ("manifest", "named", "command", "observed")},
+            "next_kind": features.select(kinds_next).to_series().gather(rows),
+            **{c: flags[c].gather(rows) for c in ("manifest", "named", "command", "observed", "by_url")},
+            "named_after": features["_named_after"].gather(rows),
         }
     ).select(
         # a command or the save chord names its effect itself: no form to open, no generic word to ask about
@@ -905,9 +1044,13 @@ def _with_sensitive(features: pl.DataFrame) -> pl.DataFrame:
         ),
         sens_from=pl.when("manifest")
         .then(pl.lit("manifest"))
+        .when(pl.col("named") & pl.col("named_after"))  # named by the narration after it: the words
+        .then(pl.lit("reasoning"))
         .when(pl.col("named") | pl.col("command"))
         .then(pl.lit("actions"))
-        .otherwise(pl.lit("url")),
+        .when(pl.col("by_url"))
+        .then(pl.lit("url"))
+        .otherwise(pl.lit("reasoning")),
     )
 
     def spread(values: pl.Series) -> pl.Series:  # scatter works in place: a new series each
@@ -919,7 +1062,7 @@ def _with_sensitive(features: pl.DataFrame) -> pl.DataFrame:
         sens_from=spread(here["sens_from"]).cast(pl.Categorical),
         # the kind rests on a name that says only that a form is sent (side_effects.GENERIC_WORDS)
         sens_generic=~flags["manifest"] & flags["named"] & flags["generic"],
-    ).drop("_named_kind", "_named_generic", "_command_kind")
+    ).drop("_named_kind", "_named_generic", "_command_kind", "_said_effect", "_said_clicked", "_wordless", "_named_after")
 
 
 def _first_origin(features: pl.DataFrame) -> pl.Series:

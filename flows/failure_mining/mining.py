@@ -40,6 +40,8 @@ from flows.failure_mining.rewards import DEFAULT_WEIGHTS, RewardWeights, marked_
 from lake import Lake, utcnow
 from lake.schemas import schema_for
 
+# mining-12 (issue 15, fourteenth pass): a change the model reports after a press, and the control a narration
+# after a wordless press names, are side effects (evidence: reasoning);
 # mining-11 (issue 15, thirteenth pass): failing stretches count tries the words call failed, scroll searches,
 # idle turns of a finished agent, forms opened without URLs, tool calls judged by the tool's name;
 # mining-10 (issue 15, twelfth pass): repeats from actions alone that the instruction asks for are no loop;
@@ -47,7 +49,7 @@ from lake.schemas import schema_for
 # mining-5 (issue 15, sixth pass): cycles the model reports failing, agents' verdict words, unmapped actions
 # repeat, stepping controls, repeated typing needs two typings that did not take, links and bare Submits;
 # mining-4: first attempts, planned repeats, new content
-DETECTOR_VERSION = "mining-11"
+DETECTOR_VERSION = "mining-12"
 BATCH_STEPS = int(os.environ.get("FLYWHEEL_MINING_BATCH_STEPS", "2000000"))  # steps per mine-shard task
 MINERS = int(os.environ.get("FLYWHEEL_MINING_THREADS", "2"))  # batches mined at once by one `mine()`
 _SAFE = re.compile(r"[^A-Za-z0-9_.=-]+")

@@ -108,6 +108,12 @@ KNOWN_SETS = {
         EVAL_DATA / "webtestpilot_baselines_labels.jsonl",
         False,
     ),
+    "webtestpilot_baselines_late": (  # the same runs' ranks 120-236, labelled blind after ranks 0-119 were scored
+        "FLYWHEEL_MINING_EVAL_WEBTESTPILOT_BASELINES",
+        "webtestpilot_baselines",
+        EVAL_DATA / "webtestpilot_baselines_labels_late.jsonl",
+        False,
+    ),
     "lyx_android_world": (  # LYX_ANDROID_WORLD.md; an AndroidWorld fork's phone agent (7 runs), labelled blind
         "FLYWHEEL_MINING_EVAL_LYX_ANDROID_WORLD",
         "lyx_android_world",
@@ -142,10 +148,11 @@ SET_STATUS = {
     "webcanvas": "in-sample: blind at mining-8 (loop F1 0.406); read since mining-9",
     "gbox_webarena": "blind at mining-9 (loop F1 0.0, side effects R 0.836); loops read since",
     "mobile_agent_bench": "blind at mining-9 (loop F1 0.399, side effects R 0.114); loops read since, side effects since mining-10",
-    "webtestpilot_baselines": "blind: labelled 2026-12-03 (helper 15m), scored once at mining-11",
-    "lyx_android_world": "blind: labelled 2026-12-03 (helper 15n), scored once at mining-11",
-    "android_world_mcp": "blind: labelled 2026-12-03 (helper 15o, ranks 0-27), scored once at mining-11",
-    "android_world_mcp_late": "blind: ranks 28-77 labelled 2026-12-03 (helper 15p), scored once at mining-11",
+    "webtestpilot_baselines": "blind: labelled 2026-12-03 (helper 15m), scored once at mining-11; read since (mining-12)",
+    "webtestpilot_baselines_late": "blind: ranks 120-236 labelled 2026-12-03 (helper 15q), scored once at mining-11 and once at mining-12",
+    "lyx_android_world": "blind: labelled 2026-12-03 (helper 15n), scored once at mining-11; read since (mining-12)",
+    "android_world_mcp": "blind: labelled 2026-12-03 (helper 15o, ranks 0-27), scored once at mining-11; read since (mining-12)",
+    "android_world_mcp_late": "blind: ranks 28-77 labelled 2026-12-03 (helper 15p), scored once at mining-11 and once at mining-12",
 }
 HALVES = ("tune", "held_out")
 

@@ -1283,3 +1283,64 @@ def test_merged_loops_keep_the_same_evidence_whatever_order_the_rules_found_them
     merged = {tuple(d._merged(f.lazy().filter(pl.col("reason") == "short_cycle")).collect().rows()) for f in frames}
     assert len(known) == 1 and len(merged) == 1
     assert next(iter(known))[0][4] == "short_cycle"  # the most telling rule names it
+
+
+def _words(action: dict | None, words: str | None, **kw) -> dict:
+    """A blind step whose raw output is the model's words, then its action's line (None: no words, one line)."""
+    raw = "Click" if words is None else f"{words}\nClick"
+    return dict(step(action, "s", **BLIND, **kw), raw_output=raw, url=None)
+
+
+def test_the_next_words_reporting_a_change_make_the_press_before_them_a_side_effect_past_looking_steps():
+    """mining-12: "The contact has been saved successfully" after a tap on an icon that names nothing is an
+    observed effect, on the tap the words follow even with a wait and a screenshot between (an agent that looks
+    by calling tools). A plan, a denial, a recap of a change a named control made earlier, and a report after
+    typing (nothing pressed) are not."""
+    icon = {"action": "left_click", "target": {"text": "top right checkmark"}}
+    wait, shot = {"action": "wait", "seconds": 2.0}, {"action": "screenshot"}
+    field = {"action": "type", "text": "Ann", "target": {"role": "textbox", "name": "Name"}}
+    back = {"action": "system_button", "button": "back"}
+    saved = "The contact has been saved successfully."
+    steps = frame(
+        ("tap", [_words(icon, "Tap the checkmark."), _words(wait, None), _words(shot, None), _words(back, saved)]),
+        ("plan", [_words(icon, None), _words(back, "I need to ensure that the contact is saved successfully.")]),
+        ("denied", [_words(icon, None), _words(back, "The contact has not been saved yet.")]),
+        ("recap", [_words(click("Save"), None), _words(icon, None), _words(back, saved)]),
+        ("typed", [_words(field, None), _words(back, saved)]),
+    )
+    assert _side_effects(steps) == {("tap", 0): "change", ("recap", 0): "change"}
+    found = d.detect_side_effects(steps).filter(pl.col("trajectory_id") == "tap")
+    assert found["evidence_level"].to_list() == ["reasoning"]
+
+
+def test_a_wordless_press_is_named_by_the_narration_after_it_unless_that_says_it_opened_something():
+    """mining-12: a harness that narrates each action after it ("The 'Save' button was clicked", "Clicked on
+    'Restore'") names the control of a press that has no words of its own and a target that names nothing (an
+    XPath). A narration that says the press opened a dialog, a page or a menu names no commit; a press with
+    words of its own is not renamed."""
+    path = {"action": "left_click", "target": {"role": "button", "name": "/html/body/div[2]/form/div[3]/button"}}
+    finish = None  # an unmapped verdict step: its words only
+
+    def verdict(words: str) -> dict:
+        return dict(_words(finish, words), format_error="unmapped_action: finish")
+
+    steps = frame(
+        ("save", [_words(path, None), verdict("Step verdict: success. The blue 'Save' button was clicked.")]),
+        ("restore", [_words(path, None), verdict("Step verdict: success. Clicked on 'Restore' and saw a message.")]),
+        ("opener", [_words(path, None), verdict("Clicked on the 'Delete' link, which led to the confirmation page.")]),
+        ("menu", [_words(path, None), verdict("The 'Create event' button was clicked and its dropdown menu is now open.")]),
+        ("own words", [_words(path, "Open the menu."), verdict("The 'Save' button was clicked.")]),
+    )
+    assert _side_effects(steps) == {("save", 0): "change", ("restore", 0): "change"}
+
+
+def test_reports_of_effects_and_clicks_in_hostile_words_stay_cheap_and_name_nothing_odd():
+    """Untrusted words: long, quote-laden or repetitive outputs (polars' regex engine runs in linear time, with
+    no backtracking to blow up) give no name longer than a control's, and a report buried in noise is still one."""
+    from flows.failure_mining.features import said_clicked_name, said_effect_kind
+
+    hostile = pl.Series(["'" * 50_000, "clicked " * 20_000 + "'x", "has been " * 30_000 + "saved", "“" + "a" * 100_000])
+    names = pl.select(said_clicked_name(pl.lit(hostile))).to_series()
+    kinds = pl.select(said_effect_kind(pl.lit(hostile))).to_series()
+    assert all(n is None or len(n) <= 60 for n in names)
+    assert kinds.to_list()[2] == "change"

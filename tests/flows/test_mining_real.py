@@ -866,11 +866,11 @@ def test_on_the_gbox_set_side_effects_meet_the_bar_and_loops_do_not():
     assert result["kinds"]["loop"]["findings"] <= 3, result["kinds"]["loop"]  # no flood of false loops either
 
 
-# What mining-11 measured on each labelled set (all in-sample but gbox's side effects): loop F1 and side-effect
-# recall at their floors, so a rule that loses ground on any set fails here. The bar (loop F1 >= 0.85)
-# is met on the first four only.
-MINING_11_FLOORS = {  # set: (loop F1, side-effect precision, side-effect recall)
-    "abp": (0.88, 0.84, 0.92),
+# What mining-12 measured on each labelled set (the two late sets are held out: scored, never read): loop F1 and
+# side-effect precision and recall at their floors, so a rule that loses ground on any set fails here. The
+# issue's bar (loop F1 >= 0.85) is met on ABP, the three OE sets and webtestpilot's two parts only.
+MINING_12_FLOORS = {  # set: (loop F1, side-effect precision, side-effect recall), as mining-12 measured them
+    "abp": (0.88, 0.80, 0.99),
     "operator_evals": (0.88, 0.99, 0.99),
     "operator_evals_run2": (0.86, 0.99, 0.5),
     "operator_evals_heldout": (0.87, 0.81, 0.54),
@@ -878,21 +878,26 @@ MINING_11_FLOORS = {  # set: (loop F1, side-effect precision, side-effect recall
     "webchorearena_colorbrowser": (0.70, 0.71, 0.96),
     "osworld_verified": (0.75, 0.76, 0.62),
     "android_world_agents": (0.67, 0.99, 0.55),
-    "webcanvas": (0.58, 0.83, 0.93),
+    "webcanvas": (0.58, 0.84, 0.93),
     "gbox_webarena": (0.0, 0.65, 0.83),
     "mobile_agent_bench": (0.60, 0.99, 0.99),
+    "webtestpilot_baselines": (0.93, 0.76, 0.27),
+    "webtestpilot_baselines_late": (0.87, 0.47, 0.21),
+    "lyx_android_world": (0.82, 0.5, 0.99),
+    "android_world_mcp": (0.57, 0.99, 0.57),
+    "android_world_mcp_late": (0.64, 0.94, 0.61),
 }
 
 
-@pytest.mark.parametrize("name", sorted(MINING_11_FLOORS))
-def test_each_labelled_set_keeps_what_mining_11_measured(name):
+@pytest.mark.parametrize("name", sorted(MINING_12_FLOORS))
+def test_each_labelled_set_keeps_what_mining_12_measured(name):
     if known_set_data(name) is None:
         pytest.skip(f"the {name} set's data.jsonl is not here (tests/data/mining_eval/*.md say how to build it)")
-    loop_f1, side_p, side_r = MINING_11_FLOORS[name]
+    loop_f1, side_p, side_r = MINING_12_FLOORS[name]
     kinds = evaluate_set(known_set_data(name), KNOWN_SETS[name][2], split=False)["kinds"]
     assert (kinds["loop"]["f1"] or 0.0) >= loop_f1, kinds["loop"]
     assert kinds["side_effect"]["precision"] >= side_p and kinds["side_effect"]["recall"] >= side_r, kinds["side_effect"]
 
 
 def test_the_floors_name_every_known_set():
-    assert set(MINING_11_FLOORS) == set(KNOWN_SETS)
+    assert set(MINING_12_FLOORS) == set(KNOWN_SETS)

@@ -153,3 +153,9 @@ def test_the_webtestpilot_baselines_set_is_a_known_set_with_its_own_variable():
     assert known_set_entry("webtestpilot_baselines") == (
         "FLYWHEEL_MINING_EVAL_WEBTESTPILOT_BASELINES", "webtestpilot_baselines", False
     )  # fmt: skip
+
+
+def test_the_late_ranks_are_a_known_set_on_the_same_data():
+    assert known_set_entry("webtestpilot_baselines_late") == (
+        "FLYWHEEL_MINING_EVAL_WEBTESTPILOT_BASELINES", "webtestpilot_baselines", False
+    )  # fmt: skip
