@@ -691,13 +691,34 @@ def step_features(steps: pl.LazyFrame | pl.DataFrame) -> pl.DataFrame:
         )
     )
     out = _with_model_words(lf.drop("ui_tree_sha", "screenshot_sha", "actions_json").collect(engine=ENGINE))
-    out = out.with_columns(
-        _said_effect=_per_value(out["raw_output"], said_effect_kind),
-        _said_clicked=_per_value(out["raw_output"], said_clicked_name),
-        # no words of its own: no output, or one line (the action itself, as harnesses log a turn with no thought)
-        _wordless=~pl.col("raw_output").str.contains("\n", literal=True).fill_null(False),
-    )
+    out = out.with_columns(**_said_after(out["raw_output"]))
     return _with_sensitive(out.drop("raw_output").with_columns(first_origin=_first_origin(out)))
+
+
+# words every report of an effect or of a pressed control holds (`_SAID_EFFECT`, `_SAID_CLICKED`): searched first,
+# in one Aho-Corasick pass, so the patterns run on the few outputs that may match
+_AFTER_MARKERS = ("success", " been ", "clicked", "tapped", "pressed")
+
+
+def _said_after(raw: pl.Series) -> dict[str, pl.Series]:
+    """What the words of each step say about the action before them: `_said_effect` (the change they report),
+    `_said_clicked` (the control they say was pressed), and `_wordless`, that the step has no words of its own
+    (no output, or one line: the action itself, as harnesses log a turn with no thought)."""
+    n = raw.len()
+
+    def nothing() -> pl.Series:  # a new one each: scatter writes in place
+        return pl.repeat(None, n, dtype=pl.String, eager=True)
+
+    maybe = raw.str.contains_any(list(_AFTER_MARKERS), ascii_case_insensitive=True).fill_null(False)
+    if not maybe.any():
+        return {"_said_effect": nothing(), "_said_clicked": nothing(), "_wordless": pl.repeat(True, n, eager=True)}
+    at = maybe.arg_true()
+    some = raw.gather(at)
+    return {
+        "_said_effect": nothing().scatter(at, _per_value(some, said_effect_kind)),
+        "_said_clicked": nothing().scatter(at, _per_value(some, said_clicked_name)),
+        "_wordless": ~raw.str.contains("\n", literal=True).fill_null(False),
+    }
 
 
 def recurs() -> pl.Expr:
