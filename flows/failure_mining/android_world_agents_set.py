@@ -114,10 +114,16 @@ def action_json(said: str) -> dict | None:
 def actions_of(said: str, elements: list) -> list[dict]:
     """Our action dicts for one turn (an unparsed or unknown action: none)."""
     act = action_json(said)
-    if act is None:
+    return sent_actions(act, _element(elements, act.get("index")) if act is not None else None)
+
+
+def sent_actions(act: dict | None, element: dict | None) -> list[dict]:
+    """Our action dicts for one AndroidWorld JSON action (`action_type`, with `index`, `x` / `y`, `text`,
+    `direction`, `app_name`, `goal_status`); `element` is the indexed element's target and point as the caller's
+    listing gives them (None: no such element). Other harnesses that send AndroidWorld's actions share it."""
+    if not isinstance(act, dict):
         return []
     kind = act.get("action_type")
-    element = _element(elements, act.get("index"))
     if element is None and _is_number(act.get("x")) and _is_number(act.get("y")):  # a click by pixels
         element = {"target": None, "point": (_grid(act["x"], SCREEN[0]), _grid(act["y"], SCREEN[1]))}
     if kind in ("click", "long_press", "double_tap"):

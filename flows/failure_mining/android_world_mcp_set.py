@@ -39,12 +39,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from flows.failure_mining.mobile_agent_bench_set import (
-    RESULT_CHARS,
-    _first_number,
-    _reports_failure,
-    _result_text,
-)
+from flows.failure_mining.mobile_agent_bench_set import _first_number, transcript_steps
 from flows.failure_mining.snapshot import Snapshot, write_jsonl
 
 REPO = "MetaFlowCodeRepo/android_world_test"
@@ -86,60 +81,10 @@ def build_android_world_mcp_set(git_dir: str | Path, out: str | Path, commit: st
 
 def trajectory(task_id: str, transcript: str, summary: dict, goal: Any) -> dict | None:
     """One run's stream.jsonl as a data.jsonl record; None when it has no tool call."""
-    events = []
-    for line in transcript.splitlines():
-        try:
-            event = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(event, dict):
-            events.append(event)
-    results = {}  # tool_use id -> (text, is_error)
-    stop = summary.get("stop_reason")
-    for ev in events:
-        if ev.get("type") == "result" and not stop:
-            stop = ev.get("subtype")
-        content = (ev.get("message") or {}).get("content") if ev.get("type") == "user" else None
-        for block in content if isinstance(content, list) else []:
-            if isinstance(block, dict) and block.get("type") == "tool_result":
-                results[block.get("tool_use_id")] = (
-                    _result_text(block.get("content")),
-                    bool(block.get("is_error")),
-                )
-    steps, said, model = [], [], None
-    for ev in events:
-        if ev.get("type") != "assistant" or not isinstance(ev.get("message"), dict):
-            continue
-        message = ev["message"]
-        model = model or message.get("model")
-        for block in message.get("content") or []:
-            if not isinstance(block, dict):
-                continue
-            if block.get("type") == "text" and isinstance(block.get("text"), str) and block["text"].strip():
-                said.append(block["text"].strip())
-            elif block.get("type") == "tool_use":
-                name, given = str(block.get("name")), block.get("input")
-                given = given if isinstance(given, dict) else {}
-                call = f"{name} {json.dumps(given, ensure_ascii=False, sort_keys=True)}"
-                step: dict[str, Any] = {
-                    "raw_output": "\n".join([*said, call]),
-                    "screen_width": SCREEN[0],
-                    "screen_height": SCREEN[1],
-                }
-                said = []
-                step["actions"] = actions_of(name, given)
-                if not step["actions"]:
-                    step["format_error"] = f"unmapped_action: {name}"
-                text, failed = results.get(block.get("id"), ("", False))
-                if failed or _reports_failure(text):
-                    step["error"] = text[:RESULT_CHARS] or "tool error"
-                steps.append(step)
+    steps, answer, model, result = transcript_steps(transcript, actions_of, SCREEN)
     if not steps:
         return None
-    answer = "\n".join(said).strip()
-    if answer:
-        steps.append({"actions": [{"action": "terminate", "status": "success", "answer": answer[:4000]}],
-                      "raw_output": answer, "screen_width": SCREEN[0], "screen_height": SCREEN[1]})  # fmt: skip
+    stop = summary.get("stop_reason") or result
     verdict = summary.get("self_eval") if isinstance(summary.get("self_eval"), dict) else {}
     return {
         "task_id": task_id,

@@ -35,14 +35,13 @@ import re
 from pathlib import Path
 from typing import Any
 
-from flows.failure_mining.android_world_agents_set import action_json
+from flows.failure_mining.android_world_agents_set import action_json, sent_actions
 from flows.failure_mining.snapshot import Snapshot, write_jsonl
 
 REPO = "LYXFOREVER/my_android_world"
 COMMIT = "33227453903bc3adf394ee17dee26c75767a7e3a"
 LICENSE = "Apache-2.0 (the repository's LICENSE, the Apache License 2.0 text AndroidWorld ships)"
 SCREEN = (1080, 2400)
-SCROLL_PIXELS = 300
 # The harness's own summaries of a step it could not run: the step's error, and no action was sent.
 _REJECTED = ("Can not parse the output", "The parameter index is out of range")
 _SELECTED = "Action selected: "
@@ -106,52 +105,11 @@ def executed(said: str, summary: str) -> dict | None:
 
 
 def actions_of(act: dict | None, elements: list) -> list[dict]:
-    """Our action dicts for one sent action (none for an unknown one)."""
+    """Our action dicts for one sent action (none for an unknown one): AndroidWorld's JSON actions, mapped as the
+    sixth set maps them, on this harness's element listing."""
     if not isinstance(act, dict):
         return []
-    kind = act.get("action_type")
-    element = element_at(elements, act.get("index"))
-    if element is None and _is_number(act.get("x")) and _is_number(act.get("y")):
-        element = {"target": None, "point": (_grid(act["x"], SCREEN[0]), _grid(act["y"], SCREEN[1]))}
-    if kind in ("click", "long_press", "double_tap"):
-        if element is None:
-            return []
-        point = element["point"]
-        if kind == "long_press":
-            return [{"action": "long_press", "x": point[0], "y": point[1]}] if point else []
-        click: dict[str, Any] = {"action": "double_click" if kind == "double_tap" else "left_click"}
-        if point:
-            click["x"], click["y"] = point
-        if element["target"]:
-            click["target"] = element["target"]
-        return [click]
-    if kind == "input_text" and isinstance(act.get("text"), str):
-        typed: dict[str, Any] = {"action": "type", "text": act["text"]}
-        if element is not None and element["target"]:
-            typed["target"] = element["target"]
-        return [typed]
-    if kind == "scroll" and act.get("direction") in ("up", "down", "left", "right"):
-        sign = 1 if act["direction"] in ("up", "right") else -1
-        wheel: dict[str, Any] = {
-            "action": "scroll" if act["direction"] in ("up", "down") else "hscroll",
-            "pixels": sign * SCROLL_PIXELS,
-        }
-        if element is not None and element["point"]:
-            wheel["x"], wheel["y"] = element["point"]
-        return [wheel]
-    buttons = {"navigate_home": "home", "navigate_back": "back", "keyboard_enter": "enter"}
-    if kind in buttons:
-        return [{"action": "system_button", "button": buttons[kind]}]
-    if kind == "open_app" and isinstance(act.get("app_name"), str) and act["app_name"].strip():
-        return [{"action": "open_app", "app": act["app_name"]}]
-    if kind == "wait":
-        return [{"action": "wait"}]
-    if kind == "status":
-        status = "success" if act.get("goal_status") == "complete" else "failure"
-        return [{"action": "terminate", "status": status}]
-    if kind == "answer" and isinstance(act.get("text"), str):
-        return [{"action": "terminate", "status": "success", "answer": act["text"]}]
-    return []
+    return sent_actions(act, element_at(elements, act.get("index")))
 
 
 def element_at(elements: list, index: Any) -> dict | None:

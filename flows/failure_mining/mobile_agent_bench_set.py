@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -80,14 +81,46 @@ def build_mobile_agent_bench_set(git_dir: str | Path, out: str | Path, commit: s
 
 def trajectory(task_id: str, transcript: str, meta: dict, prompt: Any) -> dict | None:
     """One run's transcript as a data.jsonl record; None when it has no tool call."""
+    device = (
+        str((meta.get("device") or {}).get("model") or "") if isinstance(meta.get("device"), dict) else ""
+    )
+    screen = WATCH if "watch" in device.lower() else SCREEN
+    steps, answer, model, _stop = transcript_steps(transcript, lambda name, given: actions_of(name, given, screen), screen)
+    if not steps:
+        return None
+    tool = task_id.split("/")[1] if task_id.count("/") >= 2 else "unknown"
+    return {
+        "task_id": task_id,
+        "policy": f"claude-code+{tool}",
+        "model": meta.get("model") or model or "unknown",
+        "instruction": prompt.strip() if isinstance(prompt, str) else None,
+        "ended": "terminated" if answer else "max_steps" if meta.get("timed_out") else "env_error",
+        "end_detail": f"verdict {meta.get('verdict')}" if meta.get("verdict") else None,
+        "final_answer": answer[:4000] or None,
+        "steps": steps,
+    }
+
+
+def transcript_steps(
+    transcript: str, actions_for: Callable[[str, dict], list[dict]], screen: tuple[int, int]
+) -> tuple[list[dict], str, str | None, str | None]:
+    """A Claude Code stream-json transcript (one JSON event a line) as steps: one per tool call, its raw output the
+    assistant's words since the last call and then the call, its actions `actions_for(tool name, input)` (none:
+    `unmapped_action`), its error the tool result's text when the result is an error or reports a failure; the
+    words after the last call, if any, end the run as its answer. Returns (steps, answer, model, the result
+    event's subtype); unreadable lines and events are skipped."""
     events = []
     for line in transcript.splitlines():
         try:
-            events.append(json.loads(line))
+            event = json.loads(line)
         except ValueError:
             continue
-    results = {}  # tool_use id -> (text, is_error)
+        if isinstance(event, dict):
+            events.append(event)
+    results, stop = {}, None  # tool_use id -> (text, is_error)
     for ev in events:
+        if ev.get("type") == "result" and not stop:
+            stop = ev.get("subtype")
         content = (ev.get("message") or {}).get("content") if ev.get("type") == "user" else None
         for block in content if isinstance(content, list) else []:
             if isinstance(block, dict) and block.get("type") == "tool_result":
@@ -95,15 +128,11 @@ def trajectory(task_id: str, transcript: str, meta: dict, prompt: Any) -> dict |
                     _result_text(block.get("content")),
                     bool(block.get("is_error")),
                 )
-    steps, said, model = [], [], meta.get("model")
-    device = (
-        str((meta.get("device") or {}).get("model") or "") if isinstance(meta.get("device"), dict) else ""
-    )
-    screen = WATCH if "watch" in device.lower() else SCREEN
+    steps, said, model = [], [], None
     for ev in events:
-        if ev.get("type") != "assistant":
+        if ev.get("type") != "assistant" or not isinstance(ev.get("message"), dict):
             continue
-        message = ev.get("message") or {}
+        message = ev["message"]
         model = model or message.get("model")
         for block in message.get("content") or []:
             if not isinstance(block, dict):
@@ -111,7 +140,8 @@ def trajectory(task_id: str, transcript: str, meta: dict, prompt: Any) -> dict |
             if block.get("type") == "text" and isinstance(block.get("text"), str) and block["text"].strip():
                 said.append(block["text"].strip())
             elif block.get("type") == "tool_use":
-                name, given = str(block.get("name")), block.get("input") or {}
+                name, given = str(block.get("name")), block.get("input")
+                given = given if isinstance(given, dict) else {}
                 call = f"{name} {json.dumps(given, ensure_ascii=False, sort_keys=True)}"
                 step: dict[str, Any] = {
                     "raw_output": "\n".join([*said, call]),
@@ -119,31 +149,18 @@ def trajectory(task_id: str, transcript: str, meta: dict, prompt: Any) -> dict |
                     "screen_height": screen[1],
                 }
                 said = []
-                actions = actions_of(name, given, screen)
-                step["actions"] = actions
-                if not actions:
+                step["actions"] = actions_for(name, given)
+                if not step["actions"]:
                     step["format_error"] = f"unmapped_action: {name}"
                 text, failed = results.get(block.get("id"), ("", False))
                 if failed or _reports_failure(text):
                     step["error"] = text[:RESULT_CHARS] or "tool error"
                 steps.append(step)
-    if not steps:
-        return None
     answer = "\n".join(said).strip()
-    if answer:
+    if steps and answer:
         steps.append({"actions": [{"action": "terminate", "status": "success", "answer": answer[:4000]}],
                       "raw_output": answer, "screen_width": screen[0], "screen_height": screen[1]})  # fmt: skip
-    tool = task_id.split("/")[1] if task_id.count("/") >= 2 else "unknown"
-    return {
-        "task_id": task_id,
-        "policy": f"claude-code+{tool}",
-        "model": model or "unknown",
-        "instruction": prompt.strip() if isinstance(prompt, str) else None,
-        "ended": "terminated" if answer else "max_steps" if meta.get("timed_out") else "env_error",
-        "end_detail": f"verdict {meta.get('verdict')}" if meta.get("verdict") else None,
-        "final_answer": answer[:4000] or None,
-        "steps": steps,
-    }
+    return steps, answer, model, stop
 
 
 def _result_text(content: Any) -> str:
