@@ -56,3 +56,41 @@ def known_set_entry(name: str) -> tuple[str, str, bool]:
     entries = {k.value: v for k, v in zip(known.keys, known.values, strict=True)}
     variable, folder, _labels, split = entries[name].elts
     return variable.value, folder.value, split.value
+
+
+def imported(out: Path, query: str) -> tuple[object, list[tuple]]:
+    """`out` (a data.jsonl) imported by the real importer into a throwaway lake: the import report and the rows
+    `query` returns over that lake's views."""
+    import tempfile
+
+    from flows.rollout.importers import import_paths
+    from lake import Lake
+
+    with tempfile.TemporaryDirectory() as tmp:
+        lake = Lake(Path(tmp) / "lake")
+        report = import_paths(lake, [Path(out)], run_id="t")
+        con = lake.connect()
+        try:
+            return report, con.sql(query).fetchall()
+        finally:
+            con.close()
+
+
+# Claude Code stream-json transcript lines, for the builders of sets recorded that way
+def said(*blocks) -> str:
+    return json.dumps({"type": "assistant", "message": {"model": "claude-x", "content": list(blocks)}})
+
+
+def text(words: str) -> dict:
+    return {"type": "text", "text": words}
+
+
+def call(ident: str, name: str, given) -> dict:
+    return {"type": "tool_use", "id": ident, "name": name, "input": given}
+
+
+def result(ident: str, words: str, error: bool = False) -> str:
+    block = {"type": "tool_result", "tool_use_id": ident, "content": [{"type": "text", "text": words}]}
+    if error:
+        block["is_error"] = True
+    return json.dumps({"type": "user", "message": {"role": "user", "content": [block]}})

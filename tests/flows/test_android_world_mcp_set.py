@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import tempfile
 from pathlib import Path
 
-from tests.flows.labelled_sets import ROOT, checked_labels, committed, known_set_entry
+from tests.flows.labelled_sets import ROOT, checked_labels, committed, imported, known_set_entry
+from tests.flows.labelled_sets import call as _call
+from tests.flows.labelled_sets import result as _result
+from tests.flows.labelled_sets import said as _said
+from tests.flows.labelled_sets import text as _text
 
 LABELS = ROOT / "tests" / "data" / "mining_eval" / "android_world_mcp_labels.jsonl"
 RUNS, COUNTS = 28, (19, 7)  # the runs labelled (ANDROID_WORLD_MCP.md): runs, (loop, side-effect) labels
@@ -17,25 +20,6 @@ LATE_LABELS = ROOT / "tests" / "data" / "mining_eval" / "android_world_mcp_label
 LATE_RUNS, LATE_COUNTS = 50, (19, 26)  # ranks 28-77, labelled blind after the lead tuned on ranks 0-27
 RESULTS = "androidworld_mcp/run_results"
 DEVICE = "mcp__wimb-device__"
-
-
-def _said(*blocks):
-    return json.dumps({"type": "assistant", "message": {"model": "claude-x", "content": list(blocks)}})
-
-
-def _text(text):
-    return {"type": "text", "text": text}
-
-
-def _call(ident, name, given):
-    return {"type": "tool_use", "id": ident, "name": name, "input": given}
-
-
-def _result(ident, text, error=False):
-    block = {"type": "tool_result", "tool_use_id": ident, "content": [{"type": "text", "text": text}]}
-    if error:
-        block["is_error"] = True
-    return json.dumps({"type": "user", "message": {"role": "user", "content": [block]}})
 
 
 def _snapshot(tmp_path: Path) -> Path:
@@ -109,8 +93,6 @@ def _snapshot(tmp_path: Path) -> Path:
 
 def test_android_world_mcp_runs_become_steps_the_importer_reads_with_words_points_and_errors(tmp_path):
     from flows.failure_mining.android_world_mcp_set import build_android_world_mcp_set
-    from flows.rollout.importers import import_paths
-    from lake import Lake
 
     out = tmp_path / "data.jsonl"
     assert build_android_world_mcp_set(_snapshot(tmp_path), out, "HEAD") == 2
@@ -163,10 +145,8 @@ def test_android_world_mcp_runs_become_steps_the_importer_reads_with_words_point
         15: "This command requires approval",
     }
     assert all((s["screen_width"], s["screen_height"]) == (1080, 2392) for s in steps)
-    with tempfile.TemporaryDirectory() as tmp:  # the real importer: nothing quarantined
-        lake = Lake(Path(tmp) / "lake")
-        report = import_paths(lake, [out], run_id="t")
-        assert (report.accepted, report.quarantined_total, report.steps) == (2, 0, 20)
+    report, _ = imported(out, "SELECT 1")  # the real importer: nothing quarantined
+    assert (report.accepted, report.quarantined_total, report.steps) == (2, 0, 20)
 
 
 def test_a_call_with_unreadable_input_maps_to_nothing_or_to_its_name():

@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-import tempfile
 from pathlib import Path
 
-from tests.flows.labelled_sets import ROOT, checked_labels, committed, known_set_entry
+from tests.flows.labelled_sets import ROOT, checked_labels, committed, imported, known_set_entry
 
 LABELS = ROOT / "tests" / "data" / "mining_eval" / "lyx_android_world_labels.jsonl"
 # every run of the set labelled (LYX_ANDROID_WORLD.md): runs, (loop, side-effect) labels
@@ -89,8 +88,6 @@ def _snapshot(tmp_path: Path) -> Path:
 
 def test_lyx_histories_become_steps_the_importer_reads_with_named_targets_words_and_refusals(tmp_path):
     from flows.failure_mining.lyx_android_world_set import LICENSE, build_lyx_android_world_set
-    from flows.rollout.importers import import_paths
-    from lake import Lake
 
     out = tmp_path / "data.jsonl"
     assert build_lyx_android_world_set(_snapshot(tmp_path), out, "HEAD") == 2
@@ -133,16 +130,9 @@ def test_lyx_histories_become_steps_the_importer_reads_with_named_targets_words_
         [{"action": "terminate", "status": "success", "answer": "3"}],
     ]
     assert april[0]["error"].startswith("Can not parse the output") and "error" not in april[1]
-    with tempfile.TemporaryDirectory() as tmp:  # the real importer: nothing quarantined
-        lake = Lake(Path(tmp) / "lake")
-        report = import_paths(lake, [out], run_id="t")
-        assert (report.accepted, report.quarantined_total, report.steps) == (2, 0, 16)
-        con = lake.connect()
-        try:
-            errors = con.sql("SELECT count(*) FROM steps WHERE error IS NOT NULL").fetchall()[0][0]
-        finally:
-            con.close()
-    assert errors == 2
+    report, errors = imported(out, "SELECT count(*) FROM steps WHERE error IS NOT NULL")  # the real importer
+    assert (report.accepted, report.quarantined_total, report.steps) == (2, 0, 16)  # nothing quarantined
+    assert errors == [(2,)]
 
 
 def test_an_unknown_or_malformed_action_maps_to_nothing():

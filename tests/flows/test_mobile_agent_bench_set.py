@@ -6,35 +6,19 @@ from __future__ import annotations
 
 import hashlib
 import json
-import tempfile
 from pathlib import Path
 
-from tests.flows.labelled_sets import ROOT, checked_labels, committed, known_set_entry
+from tests.flows.labelled_sets import ROOT, checked_labels, committed, imported, known_set_entry
+from tests.flows.labelled_sets import call as _call
+from tests.flows.labelled_sets import result as _result
+from tests.flows.labelled_sets import said as _said
+from tests.flows.labelled_sets import text as _text
 
 LABELS = ROOT / "tests" / "data" / "mining_eval" / "mobile_agent_bench_labels.jsonl"
 RUNS, COUNTS = (
     167,
     (102, 35),
 )  # every run of the set labelled (MOBILE_AGENT_BENCH.md): runs, (loop, side-effect) labels
-
-
-def _said(*blocks):
-    return json.dumps({"type": "assistant", "message": {"model": "claude-x", "content": list(blocks)}})
-
-
-def _text(text):
-    return {"type": "text", "text": text}
-
-
-def _call(ident, name, given):
-    return {"type": "tool_use", "id": ident, "name": name, "input": given}
-
-
-def _result(ident, text, error=False):
-    block = {"type": "tool_result", "tool_use_id": ident, "content": [{"type": "text", "text": text}]}
-    if error:
-        block["is_error"] = True
-    return json.dumps({"type": "user", "message": {"role": "user", "content": [block]}})
 
 
 def _snapshot(tmp_path: Path) -> Path:
@@ -87,8 +71,6 @@ def _snapshot(tmp_path: Path) -> Path:
 
 def test_mobile_agent_bench_runs_become_steps_the_importer_reads_with_words_points_and_errors(tmp_path):
     from flows.failure_mining.mobile_agent_bench_set import build_mobile_agent_bench_set
-    from flows.rollout.importers import import_paths
-    from lake import Lake
 
     out = tmp_path / "data.jsonl"
     assert build_mobile_agent_bench_set(_snapshot(tmp_path), out, "HEAD") == 2  # no tool call: left out
@@ -131,16 +113,9 @@ def test_mobile_agent_bench_runs_become_steps_the_importer_reads_with_words_poin
     # the watch's run: its 384 x 384 screen (600 px up from the centre leaves it)
     assert second["steps"][1]["actions"] == [{"action": "swipe", "x": 500, "y": 500, "x2": 500, "y2": 0}]
     assert (second["steps"][1]["screen_width"], first["steps"][2]["screen_width"]) == (384, 1008)
-    with tempfile.TemporaryDirectory() as tmp:  # the real importer: nothing quarantined
-        lake = Lake(Path(tmp) / "lake")
-        report = import_paths(lake, [out], run_id="t")
-        assert (report.accepted, report.quarantined_total, report.steps) == (2, 0, 11)
-        con = lake.connect()
-        try:
-            errors = con.sql("SELECT count(*) FROM steps WHERE error IS NOT NULL").fetchall()[0][0]
-        finally:
-            con.close()
-    assert errors == 2
+    report, errors = imported(out, "SELECT count(*) FROM steps WHERE error IS NOT NULL")  # the real importer
+    assert (report.accepted, report.quarantined_total, report.steps) == (2, 0, 11)  # nothing quarantined
+    assert errors == [(2,)]
 
 
 def test_the_mobile_agent_bench_labels_cover_the_labelled_runs_once_with_steps_in_order():

@@ -5,10 +5,9 @@ measures it once): the importer is called directly."""
 from __future__ import annotations
 
 import json
-import tempfile
 from pathlib import Path
 
-from tests.flows.labelled_sets import ROOT, checked_labels, committed, known_set_entry
+from tests.flows.labelled_sets import ROOT, checked_labels, committed, imported, known_set_entry
 
 LABELS = ROOT / "tests" / "data" / "mining_eval" / "webtestpilot_baselines_labels.jsonl"
 # labelled ranks 0-119 (WEBTESTPILOT_BASELINES.md): runs, (loop, side-effect) labels
@@ -67,8 +66,6 @@ def test_webtestpilot_runs_become_browsergym_steps_the_importer_reads_with_verdi
     tmp_path,
 ):
     from flows.failure_mining.webtestpilot_baselines_set import RAN_NOTHING, build_webtestpilot_baselines_set
-    from flows.rollout.importers import import_paths
-    from lake import Lake
 
     out = tmp_path / "data.jsonl"
     # lavague and pinata final files only: naviqate, a non-final file, broken JSON and an empty run are left out
@@ -113,15 +110,9 @@ def test_webtestpilot_runs_become_browsergym_steps_the_importer_reads_with_verdi
     ]
     assert [bool(s.get("last_action_error")) for s in lavague["steps"]] == [i == 3 for i in range(10)]
     assert lavague["steps"][3]["last_action_error"] == RAN_NOTHING
-    with tempfile.TemporaryDirectory() as tmp:  # the real importer: nothing quarantined
-        lake = Lake(Path(tmp) / "lake")
-        report = import_paths(lake, [out], run_id="t")
-        assert (report.accepted, report.quarantined_total, report.steps) == (2, 0, 16)
-        con = lake.connect()
-        try:
-            errors = [e for (e,) in con.sql("SELECT format_error FROM steps").fetchall() if e]
-        finally:
-            con.close()
+    report, rows = imported(out, "SELECT format_error FROM steps")  # the real importer
+    assert (report.accepted, report.quarantined_total, report.steps) == (2, 0, 16)  # nothing quarantined
+    errors = [e for (e,) in rows if e]
     assert sorted(e.split("(")[0] for e in errors) == sorted(
         ["unmapped_action: fail"] + ["unmapped_action: finish"] * 2 + ["unmapped_action: unparsed_action"] * 2
     )
