@@ -50,6 +50,11 @@ loop / failing_stretch
     agent that says three different tries in a row did not work is often still looking, not going round).
     Turns that ran nothing and reported no error (an unmapped tool lookup) do not break it. From the second
     failure on (mining-9; the words since mining-11).
+loop / gesture_retry
+    the phone's unlock / home gesture (a swipe up from the bottom edge across half the screen) tried 3+
+    times, each within 8 acting steps of the last, with taps, system buttons or app launches between and
+    nothing typed: a lock screen or overlay fought try after try, the swipe's coordinates varying each time.
+    Swipes with only looking between scroll a list and are left alone. From actions alone (mining-13).
 bad_args / format_error, schema_invalid, coords_out_of_range
     `format_error` set (but not `unmapped_action`: an imported action with no counterpart in our space) (codes no_tool_call, unparseable_json -> format_error; unknown_action,
     invalid_arguments -> schema_invalid; a coordinate outside 0..999 -> coords_out_of_range), an action name
@@ -126,6 +131,7 @@ SEVERITY = {
     "no_progress": 0.6,
     "repeated_typing": 0.6,
     "failing_stretch": 0.8,
+    "gesture_retry": 0.7,
     "format_error": 1.0,
     "schema_invalid": 1.0,
     "coords_out_of_range": 1.0,
@@ -1109,6 +1115,67 @@ def detect_failing_stretches(f: pl.LazyFrame) -> pl.LazyFrame:
     )
 
 
+EDGE_START = 850  # grid rows (of 0..999): a swipe starting below this starts at the screen's bottom edge
+EDGE_END = 500  # ... and one ending above this crosses half the screen: the unlock / home gesture
+GESTURE_GAP = 8  # acting steps allowed between two tries of the gesture (the other tries in between)
+MIN_GESTURES = 3
+_OTHER_TRIES = (*CLICKS, "long_press", "system_button", "open_app")
+
+
+@check
+def detect_gesture_retries(f: pl.LazyFrame) -> pl.LazyFrame:
+    """The phone's unlock / home gesture - a swipe up from the bottom edge across half the screen - tried
+    MIN_GESTURES+ times, each within GESTURE_GAP acting steps of the last, with other tries in between (a
+    tap, a system button, an app launch) and nothing typed: the agent fights a lock screen or an overlay that
+    will not go, going back to the gesture after each other idea. Its coordinates vary from try to try, so no
+    repeat or cycle joins them. Swipes one after another with only looking between (a screenshot, a wait)
+    scroll a list and are left alone, as are gestures with typing between them (a form filled between
+    screens). From actions alone (mining-13): confidence 0.7 for three tries, 0.8 for more."""
+    name = pl.col("action_name")
+    acting = f.filter((pl.col("act") != "[]") & ~name.is_in(("screenshot", *WAITS)).fill_null(False)).select(
+        "trajectory_id",
+        "traj_no",
+        "step_index",
+        "act",
+        row=pl.int_range(pl.len()),
+        _edge=(
+            (name == "swipe") & ~pl.col("several") & (pl.col("py") >= EDGE_START) & (pl.col("py2") <= EDGE_END)
+        ).fill_null(False),
+        _typed=(name == "type").fill_null(False).cum_sum(),
+        _other=name.is_in(_OTHER_TRIES).fill_null(False).cum_sum(),
+    )
+    t = pl.col("traj_no")
+    edges = acting.filter("_edge").with_columns(
+        _joined=(
+            (t == t.shift(1))
+            & (pl.col("row") - pl.col("row").shift(1) <= GESTURE_GAP + 1)
+            & (pl.col("_typed") == pl.col("_typed").shift(1))
+        ).fill_null(False)
+    )
+    found = (
+        edges.with_columns(_chain=(~pl.col("_joined")).cum_sum())
+        .group_by("_chain")
+        .agg(
+            pl.col("trajectory_id").first(),
+            n=pl.len(),
+            second=pl.col("step_index").get(1, null_on_oob=True),
+            last=pl.col("step_index").last(),
+            others=pl.col("_other").last() - pl.col("_other").first(),
+            act=pl.col("act").first(),
+        )
+        .filter((pl.col("n") >= MIN_GESTURES) & (pl.col("others") > 0))
+    )
+    return _findings(
+        found,
+        "loop",
+        "gesture_retry",
+        pl.col("second"),
+        pl.col("last"),
+        {"gestures": pl.col("n"), "other_tries": pl.col("others"), "action": _action_text()},
+        confidence=pl.when(pl.col("n") > MIN_GESTURES).then(0.8).otherwise(0.7),
+    )
+
+
 # ---- bad arguments --------------------------------------------------------------------------------------
 
 
@@ -1484,6 +1551,7 @@ DETECTORS: tuple[Check, ...] = (
     detect_no_progress,
     detect_repeated_typing,
     detect_failing_stretches,
+    detect_gesture_retries,
     detect_format_errors,
     detect_invalid_actions,
     detect_click_hit_nothing,
@@ -1571,7 +1639,7 @@ def _known_once(findings: pl.DataFrame) -> pl.DataFrame:
     return pl.concat([findings.filter(~loops), merged])
 
 
-_TELLING = {"exact_repeat": 0, "short_cycle": 1, "repeated_typing": 2, "failing_stretch": 3}
+_TELLING = {"exact_repeat": 0, "short_cycle": 1, "repeated_typing": 2, "failing_stretch": 3, "gesture_retry": 4}
 
 
 def run_checks(steps: pl.LazyFrame | pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:

@@ -49,7 +49,7 @@ from lake.schemas import schema_for
 # mining-5 (issue 15, sixth pass): cycles the model reports failing, agents' verdict words, unmapped actions
 # repeat, stepping controls, repeated typing needs two typings that did not take, links and bare Submits;
 # mining-4: first attempts, planned repeats, new content
-DETECTOR_VERSION = "mining-12"
+DETECTOR_VERSION = "mining-13"
 BATCH_STEPS = int(os.environ.get("FLYWHEEL_MINING_BATCH_STEPS", "2000000"))  # steps per mine-shard task
 MINERS = int(os.environ.get("FLYWHEEL_MINING_THREADS", "2"))  # batches mined at once by one `mine()`
 _SAFE = re.compile(r"[^A-Za-z0-9_.=-]+")

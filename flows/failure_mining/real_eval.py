@@ -132,6 +132,12 @@ KNOWN_SETS = {
         EVAL_DATA / "android_world_mcp_labels_late.jsonl",
         False,
     ),
+    "android_world_mcp_rest": (  # the same runs' ranks 78-111 (all the rest), labelled blind by a third labeller
+        "FLYWHEEL_MINING_EVAL_ANDROID_WORLD_MCP",
+        "android_world_mcp",
+        EVAL_DATA / "android_world_mcp_labels_rest.jsonl",
+        False,
+    ),
 }
 # How much each set can still tell: every set was labelled blind (ABP excepted) and scored once before any rule
 # was chosen reading it; once its findings are read to choose rules it is in-sample, and its figures say how
@@ -151,8 +157,9 @@ SET_STATUS = {
     "webtestpilot_baselines": "blind: labelled 2026-12-03 (helper 15m), scored once at mining-11; read since (mining-12)",
     "webtestpilot_baselines_late": "blind: ranks 120-236 labelled 2026-12-03 (helper 15q), scored once at mining-11 and once at mining-12",
     "lyx_android_world": "blind: labelled 2026-12-03 (helper 15n), scored once at mining-11; read since (mining-12)",
-    "android_world_mcp": "blind: labelled 2026-12-03 (helper 15o, ranks 0-27), scored once at mining-11; read since (mining-12)",
+    "android_world_mcp": "blind: labelled 2026-12-03 (helper 15o, ranks 0-27), scored once at mining-11; read since (mining-12, mining-13)",
     "android_world_mcp_late": "blind: ranks 28-77 labelled 2026-12-03 (helper 15p), scored once at mining-11 and once at mining-12",
+    "android_world_mcp_rest": "blind: ranks 78-111 labelled 2026-12-03 (helper 15r), scored once at mining-12 and once at mining-13",
 }
 HALVES = ("tune", "held_out")
 

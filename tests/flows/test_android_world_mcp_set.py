@@ -18,6 +18,8 @@ LABELS = ROOT / "tests" / "data" / "mining_eval" / "android_world_mcp_labels.jso
 RUNS, COUNTS = 28, (19, 7)  # the runs labelled (ANDROID_WORLD_MCP.md): runs, (loop, side-effect) labels
 LATE_LABELS = ROOT / "tests" / "data" / "mining_eval" / "android_world_mcp_labels_late.jsonl"
 LATE_RUNS, LATE_COUNTS = 50, (19, 26)  # ranks 28-77, labelled blind after the lead tuned on ranks 0-27
+REST_LABELS = ROOT / "tests" / "data" / "mining_eval" / "android_world_mcp_labels_rest.jsonl"
+REST_RUNS, REST_COUNTS = 34, (10, 10)  # ranks 78-111, labelled blind by a third labeller
 RESULTS = "androidworld_mcp/run_results"
 DEVICE = "mcp__wimb-device__"
 
@@ -186,6 +188,17 @@ def test_the_late_android_world_mcp_labels_cover_ranks_28_on_once_and_share_no_r
         assert set(order[len(early) : len(early) + len(runs)]) == runs
 
 
+def test_the_rest_of_the_android_world_mcp_labels_cover_ranks_78_on_once_and_share_no_run_with_the_others():
+    _records, runs, lengths = checked_labels(
+        REST_LABELS, REST_RUNS, REST_COUNTS, "FLYWHEEL_MINING_EVAL_ANDROID_WORLD_MCP", "android_world_mcp"
+    )
+    before = {json.loads(line)["task_id"] for f in (LABELS, LATE_LABELS) for line in f.read_text().splitlines()}
+    assert not runs & before
+    if lengths is not None:  # with the data here: the rest are the last ranks of the labelling order
+        order = sorted(lengths, key=lambda t: hashlib.sha256(t.encode()).hexdigest())
+        assert set(order[len(before) :]) == runs
+
+
 def test_the_android_world_mcp_set_is_a_known_set_with_its_own_variable():
     assert known_set_entry("android_world_mcp") == (
         "FLYWHEEL_MINING_EVAL_ANDROID_WORLD_MCP", "android_world_mcp", False
@@ -194,5 +207,11 @@ def test_the_android_world_mcp_set_is_a_known_set_with_its_own_variable():
 
 def test_the_late_ranks_are_a_known_set_on_the_same_data():
     assert known_set_entry("android_world_mcp_late") == (
+        "FLYWHEEL_MINING_EVAL_ANDROID_WORLD_MCP", "android_world_mcp", False
+    )  # fmt: skip
+
+
+def test_the_rest_of_the_ranks_are_a_known_set_on_the_same_data():
+    assert known_set_entry("android_world_mcp_rest") == (
         "FLYWHEEL_MINING_EVAL_ANDROID_WORLD_MCP", "android_world_mcp", False
     )  # fmt: skip

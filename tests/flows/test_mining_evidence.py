@@ -260,6 +260,36 @@ def test_tries_the_next_words_say_did_not_work_are_a_failing_stretch_with_one_re
     assert d.MIN_SAID_FAILING == 5
 
 
+def test_the_unlock_gesture_tried_again_after_other_tries_is_a_loop_and_a_list_swiped_on_is_not():
+    """mining-13: a swipe up from the bottom edge (the unlock / home gesture) three times, a tap or Home
+    between, its coordinates varying each time, is a loop from actions alone; the same swipes one after
+    another with only screenshots between scroll a list; typing between them is a form filled between
+    screens; two tries are not enough; a gesture from mid-screen is no edge gesture."""
+
+    def swipe(y: int, y2: int) -> dict:
+        return step({"action": "swipe", "x": 500, "y": y, "x2": 500, "y2": y2}, "s", **BLIND)
+
+    look = step({"action": "screenshot"}, "s", **BLIND)
+    tap = step({"action": "tap", "x": 500, "y": 500}, "s", **BLIND)
+    home = step({"action": "system_button", "button": "home"}, "s", **BLIND)
+    typed = step({"action": "type", "text": "hello"}, "s", **BLIND)
+    end = step(DONE, "s", **BLIND)
+    found = d.detect_gesture_retries(
+        frame(
+            ("keyguard", [swipe(950, 50), look, home, tap, swipe(990, 10), look, tap, swipe(900, 100), look, end]),
+            ("scrolling", [swipe(950, 50), look, swipe(950, 50), look, swipe(950, 50), look, tap, end]),
+            ("form", [swipe(950, 50), tap, typed, swipe(950, 50), tap, typed, swipe(950, 50), end]),
+            ("twice", [swipe(950, 50), tap, home, swipe(990, 10), tap, end]),
+            ("mid-screen", [swipe(600, 100), tap, swipe(600, 100), home, swipe(600, 100), end]),
+            ("far apart", [swipe(950, 50), *[tap] * 9, swipe(950, 50), tap, swipe(950, 50), end]),
+        )
+    )
+    assert found.select("trajectory_id", "first_step", "last_step", "reason", "evidence_level").rows() == [
+        ("keyguard", 4, 7, "gesture_retry", "actions")
+    ]
+    assert json.loads(found["evidence"][0])["gestures"] == 3 and found["confidence"][0] == 0.7
+
+
 def test_turns_that_run_nothing_because_the_task_is_done_are_no_loop_but_a_replanned_aim_is():
     """mining-11: an agent that says the task is complete and runs nothing, turn after turn, while its harness
     keeps it going (each turn rejected: nothing to run) is finished, not trying again; the same turns
