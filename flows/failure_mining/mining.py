@@ -40,6 +40,7 @@ from flows.failure_mining.rewards import DEFAULT_WEIGHTS, RewardWeights, marked_
 from lake import Lake, utcnow
 from lake.schemas import schema_for
 
+# mining-13 (issue 15, fifteenth pass): the unlock / home gesture retried between other tries is a loop;
 # mining-12 (issue 15, fourteenth pass): a change the model reports after a press, and the control a narration
 # after a wordless press names, are side effects (evidence: reasoning);
 # mining-11 (issue 15, thirteenth pass): failing stretches count tries the words call failed, scroll searches,
