@@ -365,7 +365,10 @@ class Lake:
         if self.remote:
             return
         folder = self.tables_dir / table
-        if not (folder / "_delta_log").is_dir() and any(folder.glob("*.parquet")):
+        # (Delta's own data files, before the first commit's log lands, are another writer's first commit under way)
+        if not (folder / "_delta_log").is_dir() and any(
+            not _DELTA_DATA_FILE.fullmatch(p.name) for p in folder.glob("*.parquet")
+        ):
             raise LegacyLakeError(f"{self.root} holds tables in the old file-per-batch layout ({folder}): "
                                   "run `flywheel lake migrate` once to turn them into Delta tables")
 
@@ -454,6 +457,10 @@ def _renamed_keys(table: str, column: str) -> str:
     for old, new in RENAMED_JSON_KEYS.get((table, column), {}).items():
         expr = f"replace({expr}, '\"{old}\":', '\"{new}\":')"
     return expr
+
+
+# how delta-rs names a table's data files (part-00000-<uuid>-c000.snappy.parquet); the old layout named them by batch
+_DELTA_DATA_FILE = re.compile(r"part-\d+-[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}-c\d+(?:\.\w+)?\.parquet")
 
 
 def _batch_key(run_id: str, batch: str | int) -> str:

@@ -168,6 +168,31 @@ def test_an_old_layout_lake_says_to_migrate_and_migrate_keeps_every_row(tmp_path
     assert migrate(lake) == {}
 
 
+def test_a_first_commit_under_way_in_another_process_is_not_taken_for_the_old_layout(lake, tmp_path):
+    """Another writer's first commit to a table puts its Delta data file down before the log: a writer that
+    looks then (a race CI met with two processes and a Dask cluster) commits beside it, it is not told to
+    migrate; a file named as the old layout named them still is."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    import pytest
+
+    from lake import TABLES, Lake
+    from lake.store import LegacyLakeError
+
+    folder = lake.root / "tables" / "runs"
+    folder.mkdir(parents=True)
+    under_way = folder / "part-00000-a3f73025-c11e-4df3-bd1a-3e7c2546de45-c000.snappy.parquet"
+    pq.write_table(pa.Table.from_pylist([_run_row("theirs")], schema=TABLES["runs"]), under_way)
+    lake.write("runs", [_run_row("mine")], "run1", 0)
+    assert [r["run_id"] for r in lake.query("SELECT run_id FROM runs")] == ["mine"]  # the stray file is no row
+
+    old = tmp_path / "old" / "tables" / "runs"
+    old.mkdir(parents=True)
+    pq.write_table(pa.Table.from_pylist([_run_row("old")], schema=TABLES["runs"]), old / "run1-0.parquet")
+    with pytest.raises(LegacyLakeError, match="flywheel lake migrate"):
+        Lake(tmp_path / "old").write("runs", [_run_row("new")], "run1", 1)
+
+
 def test_bad_rows_go_to_quarantine_and_the_rest_lands_once(lake):
     rows = [_run_row("good"), {"run_id": "bad", "flow": "x", "no_such_column": 1}, {"run_id": "bad2", "started_at": "not a time"}]
     lake.write("runs", rows, "run1", 0)
