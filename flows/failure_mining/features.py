@@ -61,7 +61,11 @@ from flows.failure_mining.side_effects import (
     generic_name,
     is_selector,
     opens_flow,
+    presses_enter_alone,
+    enters_typed_text,
     selector_phrases,
+    typed_command_kind,
+    typed_text_hash,
 )
 
 CLICKS = ("left_click", "double_click", "right_click", "middle_click", "triple_click", "tap")
@@ -576,6 +580,10 @@ def _per_action(acts: pl.LazyFrame) -> pl.LazyFrame:
             # selector is often longer than target_name's bound; side_effects.selector_phrase reads its end)
             _target_selector=pl.col("act").str.extract(_TARGET_ANY_NAME, 1),
             _command_kind=command_kind(pl.col("act")),
+            _typed_kind=typed_command_kind(pl.col("act")),
+            _enter_alone=presses_enter_alone(pl.col("act")),
+            _enters_typed=enters_typed_text(pl.col("act")),
+            _typed_h=typed_text_hash(pl.col("act")),
         )
         .with_columns(
             _target_selector=pl.when(is_selector(pl.col("_target_selector"))).then("_target_selector"),
@@ -662,7 +670,17 @@ def step_features(steps: pl.LazyFrame | pl.DataFrame) -> pl.DataFrame:
             ).then(pl.col("url") != pl.col("url").shift(-1)),
             tree_changed=_differs_next("tree"),
             shot_changed=_differs_next("shot"),
+            # an Enter pressed alone runs the command the turn before typed and did not enter (mining-14)
+            _command_kind=pl.coalesce(
+                "_command_kind", pl.when(pl.col("_enter_alone")).then(prev(pl.col("_typed_kind")))
+            ),
+            # which command a step runs (its turn's, or the typed one its Enter runs), to tell a retry
+            _command_h=pl.when(pl.col("_command_kind").is_not_null() & pl.col("_enters_typed"))
+            .then("_typed_h")
+            .when(pl.col("_enter_alone") & prev(pl.col("_typed_kind")).is_not_null())
+            .then(prev(pl.col("_typed_h"))),
         )
+        .drop("_typed_kind", "_enter_alone", "_enters_typed", "_typed_h")
         .with_columns(
             # an error after which the page's URL moved on did not stop the action: the harness gave up
             # waiting on the navigation it caused (Playwright's "Timeout 500ms exceeded" on a link)
@@ -691,8 +709,26 @@ def step_features(steps: pl.LazyFrame | pl.DataFrame) -> pl.DataFrame:
         )
     )
     out = _with_model_words(lf.drop("ui_tree_sha", "screenshot_sha", "actions_json").collect(engine=ENGINE))
-    out = out.with_columns(**_said_after(out["raw_output"]))
+    out = _first_runs_of_commands(out).with_columns(**_said_after(out["raw_output"]))
     return _with_sensitive(out.drop("raw_output").with_columns(first_origin=_first_origin(out)))
+
+
+def _first_runs_of_commands(features: pl.DataFrame) -> pl.DataFrame:
+    """A command typed into a terminal again word for word in the same trajectory, after an entry that did not
+    fail, names no side effect of its own: an agent re-entering `pkill soffice` or `sudo apt install x` turn
+    after turn is retrying what did not take (its words say so), and an entry that did take is the first one
+    (mining-14). Shell actions and tool calls are not typed: a harness runs each (`clearState` clears again),
+    and the save chord is no command text (a second Ctrl+S after new edits saves them)."""
+    h = features["_command_h"]
+    rows = (h.is_not_null() & ~features["failed"]).arg_true()
+    if rows.len() < 2:
+        return features.drop("_command_h")
+    runs = pl.DataFrame({"t": features["traj_no"].gather(rows), "h": h.gather(rows)})
+    again = rows.filter(~runs.select(pl.struct("t", "h").is_first_distinct()).to_series())
+    if again.is_empty():
+        return features.drop("_command_h")
+    kind = features["_command_kind"].clone().scatter(again, None)
+    return features.with_columns(_command_kind=kind).drop("_command_h")
 
 
 # words every report of an effect or of a pressed control holds (`_SAID_EFFECT`, `_SAID_CLICKED`): searched first,

@@ -159,7 +159,7 @@ SET_STATUS = {
     "lyx_android_world": "blind: labelled 2026-12-03 (helper 15n), scored once at mining-11; read since (mining-12)",
     "android_world_mcp": "blind: labelled 2026-12-03 (helper 15o, ranks 0-27), scored once at mining-11; read since (mining-12, mining-13)",
     "android_world_mcp_late": "blind: ranks 28-77 labelled 2026-12-03 (helper 15p), scored once at mining-11 and once at mining-12",
-    "android_world_mcp_rest": "blind: ranks 78-111 labelled 2026-12-03 (helper 15r), scored once at mining-12 and once at mining-13",
+    "android_world_mcp_rest": "blind: ranks 78-111 labelled 2026-12-03 (helper 15r), scored once at mining-12 and once at mining-13; pooled since (its misses not read)",
 }
 HALVES = ("tune", "held_out")
 

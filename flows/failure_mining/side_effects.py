@@ -336,8 +336,9 @@ _CJK = r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]"
 # Commands and key chords that change state, read from the turn's actions (no control to name them: a CLI
 # action, a command typed into a terminal and entered, a program the agent runs, the save chord).
 # A command word counts where a command starts: the text's start, after ; & | ( ` or a newline, or after
-# sudo / xargs / env / nohup / time. (kind, pattern on the command text), the first that matches wins.
-_COMMAND_START = r"(?:^|[;&|(`\n]|\\n|\b(?:sudo|xargs|env|nohup|time|exec)\s+)\s*"
+# sudo / xargs / env / nohup / time / exec, or a loop's or a branch's do / then / else. (kind, pattern on the
+# command text), the first that matches wins.
+_COMMAND_START = r"(?:^|[;&|(`\n]|\\n|\b(?:sudo|xargs|env|nohup|time|exec|do|then|else)\s+)\s*"
 COMMAND_PATTERNS: tuple[tuple[str, str], ...] = (
     (
         "delete",
@@ -357,13 +358,15 @@ COMMAND_PATTERNS: tuple[tuple[str, str], ...] = (
         _COMMAND_START
         + r"(?:mv|cp|rsync|mkdir|touch|tee|chmod|chown|chgrp|ln|truncate|dd|install|patch|crontab|passwd|useradd"
         + r"|usermod|userdel|kill|pkill|killall|(?:sed|perl)\s+(?:-\w+\s+)*-i\w*"
-        + r"|git\s+(?:commit|push|reset|checkout|switch|merge|rebase|apply|am|add|mv|tag|stash|restore|cherry-pick)"
+        + r"|git\s+(?:commit|push|reset|checkout|switch|merge|rebase|apply|am|add|mv|tag|stash|restore|cherry-pick|clone|init)"
         + r"|(?:pip3?|python3?\s+-m\s+pip|npm|pnpm|yarn|gem|cargo|go|apt|apt-get|dnf|yum|zypper|pacman|snap|flatpak"
         + r"|brew|conda|mamba)\s+(?:-\S+\s+)*(?:install|uninstall|remove|purge|add|upgrade|update|-S|-R)"
         + r"|dpkg\s+-(?:i|r|P)|gsettings\s+(?:set|reset)|dconf\s+(?:write|reset|load)|xdg-settings\s+set"
         + r"|xdg-mime\s+default|update-alternatives|systemctl\s+(?:start|stop|restart|enable|disable|mask)"
         + r"|service\s+\S+\s+(?:start|stop|restart)|docker\s+(?:run|start|stop|kill|build|push|tag|create)"
-        + r"|kubectl\s+(?:apply|create|patch|scale|edit|set|replace)|unzip|tar\s+-?\w*x|zip|gzip|gunzip)\b"
+        + r"|kubectl\s+(?:apply|create|patch|scale|edit|set|replace)|unzip|tar\s+-?\w*[xc]\w*|zip|gzip|gunzip"
+        # an office suite converting documents writes the converted files
+        + r"|(?:libreoffice|soffice)\b[^;&|\n]*?--convert-to)\b"
         # a redirection into a file: a path or a name with an extension (`> out.txt`, `>> ~/.bashrc`; not
         # `2>&1` or /dev/null, which _NOT_WRITING takes out first, nor a comparison with a number, `x > 0.5`)
         + r"|(?:^|[^0-9&>\\\-=<])>>?\s*['\"]?[A-Za-z_~$./][\w~$./-]*[/.]\w"
@@ -479,14 +482,48 @@ def command_kind(actions_json: pl.Expr) -> pl.Expr:
     shell = actions_json.str.extract(_SHELL_COMMAND, 1)
     typed = actions_json.str.extract(_TYPED_TEXT, 1)
     entered = typed.str.ends_with("\\n") | actions_json.str.contains(_ENTER_KEY)
-    command = pl.coalesce(shell, pl.when(entered).then(typed)).str.replace_all(_NOT_WRITING, " ")
+    command = pl.coalesce(shell, pl.when(entered).then(typed))
     out = pl.when(actions_json.str.contains(_SAVE_CHORD)).then(pl.lit("change")).otherwise(pl.lit(None, pl.String))
-    for kind, pattern in reversed(COMMAND_PATTERNS):  # the first kind is applied last, so it wins
-        out = pl.when(command.str.contains(pattern)).then(pl.lit(kind)).otherwise(out)
+    out = pl.coalesce(_kind_of_command(command), out)
     # a tool call logged with its JSON input says its effect by the tool's name alone: the server's name is
     # no command word (`mail.list_inbox {...}` sends nothing, `rm.list {}` deletes nothing)
     logged_call = shell.str.contains(_LOGGED_TOOL_CALL).fill_null(False)
     return pl.when(logged_call).then(tool_kind(shell)).otherwise(pl.coalesce(out, tool_kind(shell)))
+
+
+def _kind_of_command(command: pl.Expr) -> pl.Expr:
+    """The kind COMMAND_PATTERNS give a command's text (null when none)."""
+    command = command.str.replace_all(_NOT_WRITING, " ")
+    out = pl.lit(None, pl.String)
+    for kind, pattern in reversed(COMMAND_PATTERNS):  # the first kind is applied last, so it wins
+        out = pl.when(command.str.contains(pattern)).then(pl.lit(kind)).otherwise(out)
+    return out
+
+
+def typed_command_kind(actions_json: pl.Expr) -> pl.Expr:
+    """The kind of the command a turn types without entering it (null when none, or when the turn enters it:
+    `command_kind` has that one). Terminal agents often type a command in one turn and press Enter in the next
+    (`git clone ...`, then Enter): the Enter runs it (`features`: an Enter turn takes this kind of the turn
+    before)."""
+    typed = actions_json.str.extract(_TYPED_TEXT, 1)
+    entered = typed.str.ends_with("\\n") | actions_json.str.contains(_ENTER_KEY)
+    return pl.when(~entered).then(_kind_of_command(typed))
+
+
+def enters_typed_text(actions_json: pl.Expr) -> pl.Expr:
+    """The turn types a text and enters it (a command typed into a terminal; not a shell action, not a chord)."""
+    typed = actions_json.str.extract(_TYPED_TEXT, 1)
+    return typed.is_not_null() & (typed.str.ends_with("\\n") | actions_json.str.contains(_ENTER_KEY))
+
+
+def typed_text_hash(actions_json: pl.Expr) -> pl.Expr:
+    """A hash of the text a turn types, without the newline that enters it (null when it types nothing)."""
+    return actions_json.str.extract(_TYPED_TEXT, 1).str.strip_suffix("\\n").hash()
+
+
+def presses_enter_alone(actions_json: pl.Expr) -> pl.Expr:
+    """The turn is one key press of Enter (Return), nothing else."""
+    return actions_json.str.contains(r'(?i)^\[\s*\{\s*"action"\s*:\s*"key"\s*,\s*"keys"\s*:\s*\[\s*"(?:enter|return|kp_enter)"\s*\]\s*\}\s*\]$')
 
 
 # Names that open a purchase, booking or creation flow rather than commit one ("Buy Now", "Book Now",

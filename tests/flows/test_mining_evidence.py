@@ -770,6 +770,50 @@ def test_commands_that_write_move_delete_install_or_send_and_the_save_chord_are_
     }
 
 
+def test_an_enter_runs_the_command_typed_the_turn_before_and_a_command_retyped_word_for_word_is_a_retry():
+    """mining-14: terminal agents type a command in one turn and press Enter in the next; the Enter runs it. An
+    Enter after typing that is no command (a name into a field, a search), an Enter with something else in its
+    turn, or one that does not follow the typing is no side effect. The same command typed and entered again
+    in one trajectory after an entry that did not fail is the agent retrying what did not take (`pkill soffice`
+    turn after turn): only its first entry counts; a different command, or one whose first entry failed,
+    counts again. Shell actions are run by a harness each time and a save chord saves new edits: those repeat."""
+    typed = lambda text: {"action": "type", "text": text, "clear": True}  # noqa: E731
+    enter = {"action": "key", "keys": ["Enter"]}
+    shell = lambda command: {"action": "shell", "command": command}  # noqa: E731
+
+    def run(*actions, failed_at: int | None = None) -> list[dict]:
+        steps = [step(a, f"s{i}", ok=i != failed_at, **BLIND) for i, a in enumerate(actions)]
+        return steps + [step(DONE, "end", **BLIND)]
+
+    steps = frame(
+        ("clone", run(typed("git clone https://github.com/a/b"), enter)),
+        ("loop", run(typed("for f in *.doc; do libreoffice --headless --convert-to pdf \"$f\"; done"), enter)),
+        ("archive", run(typed("find . -mtime +30 -exec tar czvf old.tar.gz {} +"), enter)),
+        ("field", run(typed("Quarterly report"), enter)),
+        ("listing", run(typed("ls -la ~/Desktop"), enter)),
+        ("late", run(typed("mkdir -p out"), {"action": "left_click", "x": 5, "y": 5}, enter)),
+        ("chord", run(typed("rm -rf build"), {"action": "key", "keys": ["ctrl", "c"]})),
+        ("retyped", run(typed("pkill soffice"), enter, typed("pkill soffice"), enter, typed("touch a.txt"), enter)),
+        ("same turn", run({**typed("pip install x"), "clear": False}, enter, typed("pip install x\n"))),
+        ("failed first", run(typed("mkdir out\n"), typed("mkdir out\n"), failed_at=0)),
+        ("shell again", run(shell("rm -f a.log"), shell("rm -f a.log"))),
+        ("saved again", run({"action": "key", "keys": ["ctrl", "s"]}, {"action": "key", "keys": ["ctrl", "s"]})),
+    )
+    assert _side_effects(steps) == {
+        ("clone", 1): "change",
+        ("loop", 1): "change",
+        ("archive", 1): "change",
+        ("retyped", 1): "change",
+        ("retyped", 5): "change",
+        ("same turn", 1): "change",
+        ("failed first", 1): "change",
+        ("shell again", 0): "delete",
+        ("shell again", 1): "delete",
+        ("saved again", 0): "change",
+        ("saved again", 1): "change",
+    }
+
+
 def test_a_tool_calls_name_says_its_effect_but_a_programs_call_or_a_reading_tool_does_not():
     """mining-10: an MCP tool the action space has no verb for is logged as `<server>.<tool> <arguments>`; its
     name's words (snake_case, camelCase) say what it does. A program's call (`pyautogui.write('x')`) is no
