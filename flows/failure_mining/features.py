@@ -52,6 +52,7 @@ from collections.abc import Callable
 import polars as pl
 
 from flows.failure_mining.side_effects import (
+    LINK_ROLES,
     SIGN_IN_URL,
     _pattern,
     command_kind,
@@ -327,11 +328,19 @@ _DENIED_EFFECT = (
 # 'Restore'", "Clicked the blue 'Confirm' button" (English; the name quoted).
 _QUOTED_NAME = r"""['"“‘]([^'"”’\n]{1,60})['"”’]"""
 _SAID_CLICKED = (
-    rf"(?i)\b(?:clicked|tapped|pressed) (?:on )?(?:the )?(?:\w+ ){{0,2}}?{_QUOTED_NAME}",
+    # the name the words call a button (or link, icon, option...), first: "The blue 'Save' button at the bottom
+    # of the 'Add new track' form was clicked" pressed Save, not the form
+    rf"(?i){_QUOTED_NAME} (?:\w+ )?(?:button|link|icon|option|tab|menu item|checkbox)\b[^.!?\n]{{0,80}}?\b(?:was|has been)"
+    r" (?:successfully )?(?:clicked|tapped|pressed)\b",
+    rf"(?i)\b(?:clicked|clicking|tapped|tapping|pressed|pressing) (?:on )?(?:the )?(?:\w+ ){{0,2}}?{_QUOTED_NAME}",
     rf"(?i){_QUOTED_NAME} (?:\w+ ){{0,2}}?(?:was|has been) (?:successfully )?(?:clicked|tapped|pressed)\b",
+    # unquoted, as a narrator writes a name it read: "Clicked Save on the form", "Clicked on Delete"
+    r"\b[Cc]licked (?:on )?(?:the )?(\p{Lu}[\p{L}-]*(?: \p{Lu}[\p{L}-]*){0,3})\b",
 )
 
 
+# ... and that it was a link: "the 'Book' link", "'Book' in the breadcrumb"
+_SAID_LINK = rf"(?i){_QUOTED_NAME} (?:\w+ )?link\b|\blink (?:named |labell?ed )?{_QUOTED_NAME}|\bbreadcrumb"
 # ... and that what it pressed opened something (a dialog, a form, a page): it committed nothing yet ("Clicked on the
 # 'Delete' link ..., which led to the expected delete confirmation page", "The 'Create event' button was clicked and
 # its dropdown menu is now open")
@@ -345,9 +354,12 @@ _SAID_OPENED = (
 
 def said_clicked_name(text: pl.Expr) -> pl.Expr:
     """The quoted name of the control the words say was clicked (null when they say none, or say it opened a
-    dialog, a form or a page: `_SAID_OPENED`)."""
+    dialog, a form or a page: `_SAID_OPENED`, or call it a link with a name a link only navigates by:
+    "Clicked on 'Book' link in breadcrumb navigation", side_effects.NAVIGATING_KINDS)."""
     name = pl.coalesce(*(text.str.extract(p, 1) for p in _SAID_CLICKED))
-    return pl.when(~text.str.contains(_SAID_OPENED)).then(name)
+    link = text.str.contains(_SAID_LINK)
+    navigates = for_role(control_kind(name), pl.when(link).then(pl.lit(LINK_ROLES[0]))).is_null() & control_kind(name).is_not_null()
+    return pl.when(~text.str.contains(_SAID_OPENED) & ~navigates).then(name)
 
 
 def said_effect_kind(text: pl.Expr) -> pl.Expr:
@@ -733,7 +745,7 @@ def _first_runs_of_commands(features: pl.DataFrame) -> pl.DataFrame:
 
 # words every report of an effect or of a pressed control holds (`_SAID_EFFECT`, `_SAID_CLICKED`): searched first,
 # in one Aho-Corasick pass, so the patterns run on the few outputs that may match
-_AFTER_MARKERS = ("success", " been ", "clicked", "tapped", "pressed")
+_AFTER_MARKERS = ("success", " been ", "clicked", "clicking", "tapped", "pressed")
 
 
 def _said_after(raw: pl.Series) -> dict[str, pl.Series]:

@@ -155,7 +155,7 @@ SET_STATUS = {
     "gbox_webarena": "blind at mining-9 (loop F1 0.0, side effects R 0.836); loops read since",
     "mobile_agent_bench": "blind at mining-9 (loop F1 0.399, side effects R 0.114); loops read since, side effects since mining-10",
     "webtestpilot_baselines": "blind: labelled 2026-12-03 (helper 15m), scored once at mining-11; read since (mining-12)",
-    "webtestpilot_baselines_late": "blind: ranks 120-236 labelled 2026-12-03 (helper 15q), scored once at mining-11 and once at mining-12",
+    "webtestpilot_baselines_late": "in-sample: ranks 120-236 labelled 2026-12-03 (helper 15q), scored blind at mining-11 and mining-12; its side-effect misses read for mining-14",
     "lyx_android_world": "blind: labelled 2026-12-03 (helper 15n), scored once at mining-11; read since (mining-12)",
     "android_world_mcp": "blind: labelled 2026-12-03 (helper 15o, ranks 0-27), scored once at mining-11; read since (mining-12, mining-13)",
     "android_world_mcp_late": "blind: ranks 28-77 labelled 2026-12-03 (helper 15p), scored once at mining-11 and once at mining-12",

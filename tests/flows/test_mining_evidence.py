@@ -1408,6 +1408,27 @@ def test_a_wordless_press_is_named_by_the_narration_after_it_unless_that_says_it
     assert _side_effects(steps) == {("save", 0): "change", ("restore", 0): "change"}
 
 
+def test_the_narration_names_the_control_it_calls_a_button_and_a_link_navigates_whatever_its_name():
+    """mining-14: "The blue 'Save' button at the bottom of the 'Add new track' form was clicked" pressed Save
+    (the name the words call a button wins over the form's), "by clicking 'Delete' in the menu" and "Clicked
+    Save on the form" (unquoted, as read) name the press; "Clicked on 'Book' link in breadcrumb navigation" is
+    a link named Book, which navigates (a link commits no booking, as a link's own name says, side_effects)."""
+    path = {"action": "left_click", "target": {"role": "element", "name": "/html/body/div[7]/div[2]/form/button"}}
+
+    def verdict(words: str) -> dict:
+        return dict(_words(None, words), format_error="unmapped_action: finish")
+
+    said = {
+        "button": "The blue 'Save' button at the bottom left of the 'Add new track' modal form was clicked as requested.",
+        "clicking": "The task to delete the feature by clicking 'Delete' in the actions menu is complete.",
+        "unquoted": "Step verdict: success. Clicked Save on Create Sort Rule form; page redirected to settings.",
+        "link": "Step verdict: success. Clicked on 'Book' link in breadcrumb navigation; navigated to the book page.",
+        "breadcrumb": "Successfully navigated to the Book page by clicking on 'Book' in the breadcrumb navigation.",
+    }
+    steps = frame(*((name, [_words(path, None), verdict(words)]) for name, words in said.items()))
+    assert _side_effects(steps) == {("button", 0): "change", ("clicking", 0): "delete", ("unquoted", 0): "change"}
+
+
 def test_reports_of_effects_and_clicks_in_hostile_words_stay_cheap_and_name_nothing_odd():
     """Untrusted words: long, quote-laden or repetitive outputs (polars' regex engine runs in linear time, with
     no backtracking to blow up) give no name longer than a control's, and a report buried in noise is still one."""
