@@ -200,8 +200,9 @@ CONTROL_WORDS: dict[str, tuple[str, ...]] = {
         "登録",
         "가입",
     ),
-    # saving or creating something, or marking it (vote, follow, star, invite, assign): the edit and
-    # create forms of self-hosted apps (mining-6, read on WebArena's GitLab, forum and shop admin)
+    # saving or creating something, or marking it (vote, follow, star, invite, assign, lock): the edit and
+    # create forms of self-hosted apps (mining-6, read on WebArena's GitLab, forum and shop admin; lock and
+    # unlock mining-14, an event's or a thread's)
     "change": (
         "save",
         "save changes",
@@ -223,6 +224,8 @@ CONTROL_WORDS: dict[str, tuple[str, ...]] = {
         "uninstall",
         "add extension",
         "restore",
+        "lock",
+        "unlock",
         "speichern",
         "erstellen",
         "aktualisieren",

@@ -574,6 +574,7 @@ def test_saving_creating_voting_and_wish_lists_are_side_effects_but_a_link_to_th
         ("save", _one(click("Save"))),
         ("create", _one(click("Create issue"))),
         ("vote", _one(click("Upvote"))),
+        ("lock", _one(click("Lock event"))),  # mining-14: locking an event, a thread, an account
         ("wish", _one(click("Add to Wish List"))),
         ("reorder", _one(click("Reorder", "link"))),
         ("new issue link", _one(click("Create issue", "link"))),
@@ -584,6 +585,7 @@ def test_saving_creating_voting_and_wish_lists_are_side_effects_but_a_link_to_th
         ("save", 0): "change",
         ("create", 0): "change",
         ("vote", 0): "change",
+        ("lock", 0): "change",
         ("wish", 0): "cart",
         ("reorder", 0): "cart",
     }
