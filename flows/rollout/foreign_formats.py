@@ -138,6 +138,14 @@ def _raw(thought: str | None, action: str) -> str:
     return f"{thought}\n{action}" if thought else action
 
 
+UNMAPPED_CALL_CHARS = 160  # of an unmapped call kept in format_error; a longer one is cut, its end marked "…)"
+
+
+def _as_called(line: str) -> str:
+    """An unmapped call as its log wrote it (`take_note('page 2: ...')`), at most UNMAPPED_CALL_CHARS long."""
+    return line if len(line) <= UNMAPPED_CALL_CHARS else line[: UNMAPPED_CALL_CHARS - 2] + "…)"
+
+
 def _unmapped(raw: str, what: str, fields: dict) -> ForeignStep:
     return ForeignStep([], raw, f"{UNMAPPED}: {what}", fields)
 
@@ -190,8 +198,8 @@ def browsergym_step(step: dict, screen: Screen) -> ForeignStep:
         except ValueError:
             return ForeignStep([], raw, f"invalid_arguments: {line.strip()[:80]}", fields)
         action = _browsergym_action(call.func.id, args, kwargs, targets, screen)
-        if isinstance(action, str):
-            return _unmapped(raw, action, fields)
+        if isinstance(action, str):  # kept as called: two notes, two tab switches are two turns, not one repeated
+            return _unmapped(raw, _as_called(line.strip()), fields)
         actions.append(action)
     return ForeignStep(actions, raw, None, fields)
 

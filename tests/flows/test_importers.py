@@ -489,7 +489,7 @@ def test_browsergym_steps_resolve_bids_through_the_axtree_and_keep_the_instructi
         ],
         [{"action": "select", "target": {"role": "combobox", "name": "Sort", "nth": 0}, "option": "Newest"}],
         [{"action": "left_click", "target": {"role": "element", "name": "bid:z9", "nth": 0}}],
-        ["unmapped_action: hover(...)"],
+        ["unmapped_action: hover('a12')"],  # kept as called: another element's hover is another turn
         [{"action": "terminate", "status": "success", "answer": "Deleted it."}],
     ]
     traj = lake.query("SELECT instruction, final_answer, ended FROM trajectories")[0]
@@ -692,3 +692,21 @@ def test_browsergym_targets_keep_their_rank_among_same_named_elements():
     assert target("click('a2')", page) == {"role": "button", "name": "Upvote", "nth": 0}
     assert target("click('a4')", page) == {"role": "button", "name": "Upvote", "nth": 1}
     assert target("click('b8')", rerendered) == target("click('a2')", page)
+
+
+def test_a_browsergym_call_with_no_counterpart_is_kept_as_called_so_two_notes_are_two_turns():
+    """mining-14: an unmapped call (a note, a tab switch) keeps its arguments in format_error, so the miner
+    tells `take_note('page 1 ...')` from `take_note('page 2 ...')` (a walk through pages, not one note repeated);
+    the same call twice is one repeated. A long call is cut, and says so."""
+    from flows.rollout.foreign_formats import UNMAPPED_CALL_CHARS, Screen, browsergym_step
+
+    def unmapped(action: str) -> str:
+        step = browsergym_step({"action": action}, Screen(None, None))
+        assert step.actions == []
+        return step.format_error
+
+    first, second = unmapped("take_note('authors on page 1: ann, bo')"), unmapped("take_note('authors on page 2: cy')")
+    assert first == "unmapped_action: take_note('authors on page 1: ann, bo')" and first != second
+    assert unmapped("tab_focus(2)") == unmapped("tab_focus(2)") != unmapped("tab_focus(3)")
+    long = unmapped(f"take_note('{'x' * 500}')")
+    assert long.endswith("…)") and len(long) == len("unmapped_action: ") + UNMAPPED_CALL_CHARS

@@ -298,10 +298,10 @@ def test_open_operator_evals_runs_become_steps_the_importer_reads_with_targets_w
     assert '"name": "Accept all"' in actions and "Search \\u2019it\\u2019" in actions
     unmapped = steps.filter(pl.col("format_error").is_not_null())["format_error"].to_list()
     assert sorted(unmapped) == [
-        "unmapped_action: extract_content(...)",
-        "unmapped_action: invalid_reply(...)",
-        "unmapped_action: invalid_reply(...)",
-        "unmapped_action: rm__rf(...)",
+        "unmapped_action: extract_content()",  # kept as called (these calls have no arguments)
+        "unmapped_action: invalid_reply()",
+        "unmapped_action: invalid_reply()",
+        "unmapped_action: rm__rf()",
     ]
 
 
@@ -587,7 +587,7 @@ def test_webarena_step_dumps_become_steps_the_importer_reads_with_targets_words_
     actions = " ".join(imported["actions_json"].to_list())
     assert '"name": "Post"' in actions and '"name": "Comment"' in actions
     unmapped = imported.filter(pl.col("format_error").is_not_null())["format_error"].to_list()
-    assert sorted(unmapped) == ["unmapped_action: empty_action(...)"] * 3 + ["unmapped_action: hover(...)"]
+    assert sorted(unmapped) == ["unmapped_action: empty_action()"] * 3 + ["unmapped_action: hover('15')"]
 
 
 # ColorBrowserAgent's runs (MadeAgents/browser-agent): the third set (WebArena, WEBARENA_COLORBROWSER.md) and the
@@ -876,7 +876,7 @@ MINING_14_FLOORS = {  # set: (loop F1, side-effect precision, side-effect recall
     "operator_evals_run2": (0.86, 0.99, 0.5),
     "operator_evals_heldout": (0.87, 0.81, 0.54),
     "webarena_colorbrowser": (0.66, 0.94, 0.97),
-    "webchorearena_colorbrowser": (0.70, 0.71, 0.96),
+    "webchorearena_colorbrowser": (0.72, 0.71, 0.96),
     "osworld_verified": (0.75, 0.76, 0.65),
     "android_world_agents": (0.67, 0.99, 0.55),
     "webcanvas": (0.58, 0.84, 0.93),
