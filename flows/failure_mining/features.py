@@ -52,8 +52,10 @@ from collections.abc import Callable
 import polars as pl
 
 from flows.failure_mining.side_effects import (
+    CHOOSING_ROLES,
     LINK_ROLES,
     SIGN_IN_URL,
+    SIGN_UP_URL,
     _pattern,
     command_kind,
     control_kind,
@@ -1081,6 +1083,13 @@ def _with_sensitive(features: pl.DataFrame) -> pl.DataFrame:
     urls = features["url"].drop_nulls().unique()
     sign_in = features["url"].is_in(urls.filter(urls.str.contains(SIGN_IN_URL)).implode()).fill_null(False)
     opened_form = opened_form | (nxt(pl.lit(sign_in)) & ~pl.lit(sign_in)).fill_null(False)
+    # a press on a sign-up form's page right after typing into it sends the form (not a choice in it: a gender
+    # combobox, a checkbox); the roles are read on those few steps only
+    sign_up = features["url"].is_in(urls.filter(urls.str.contains(SIGN_UP_URL)).implode()).fill_null(False)
+    choosing = pl.col("act").str.contains(rf'"role"\s*:\s*"(?:{"|".join(CHOOSING_ROLES)})"')
+    pressed = pl.col("action_name").is_in(CLICKS) & prev(filling) & ~pl.col("failed")
+    signs_up = (pl.lit(sign_up) & pressed.fill_null(False)).fill_null(False)
+    signs_up = signs_up & ~pl.when(signs_up).then(choosing).fill_null(False)
     # a timeout is the harness giving up waiting, not proof the click was not made (Playwright's "Timeout
     # 500ms exceeded" on most submits that reload the page): it does not clear a side effect
     error = pl.col("error")  # literal searches: a regular expression here cost 0.07 CPU-s per 500k steps
@@ -1089,13 +1098,14 @@ def _with_sensitive(features: pl.DataFrame) -> pl.DataFrame:
         manifest=pl.col("sensitive").is_not_null(),
         named=~opened_form & (~pl.col("_named_generic") | generic) & pl.col("_named_kind").is_not_null(),
         command=pl.col("_command_kind").is_not_null(),
+        signs_up=signs_up,
         observed=observed.is_not_null(),
         by_url=by_url,
         generic=generic,
         done=~pl.col("failed") | timed_out,
     )
     rows = flags.select(
-        pl.col("done") & (pl.col("manifest") | pl.col("named") | pl.col("command") | pl.col("observed"))
+        pl.col("done") & (pl.col("manifest") | pl.col("named") | pl.col("command") | pl.col("observed") | pl.col("signs_up"))
     ).to_series().arg_true()
     here = pl.DataFrame(
         {
@@ -1103,13 +1113,17 @@ def _with_sensitive(features: pl.DataFrame) -> pl.DataFrame:
             "kind": features["_named_kind"].gather(rows),
             "command_kind": features["_command_kind"].gather(rows),
             "next_kind": features.select(kinds_next).to_series().gather(rows),
-            **{c: flags[c].gather(rows) for c in ("manifest", "named", "command", "observed", "by_url")},
+            **{c: flags[c].gather(rows) for c in ("manifest", "named", "command", "observed", "by_url", "signs_up")},
             "named_after": features["_named_after"].gather(rows),
         }
     ).select(
         # a command or the save chord names its effect itself: no form to open, no generic word to ask about
         sens=pl.coalesce(
-            "sensitive", pl.when("named").then("kind"), "command_kind", pl.when("observed").then("next_kind")
+            "sensitive",
+            pl.when("named").then("kind"),
+            "command_kind",
+            pl.when("observed").then("next_kind"),
+            pl.when("signs_up").then(pl.lit("account")),
         ),
         sens_from=pl.when("manifest")
         .then(pl.lit("manifest"))
@@ -1117,7 +1131,7 @@ def _with_sensitive(features: pl.DataFrame) -> pl.DataFrame:
         .then(pl.lit("reasoning"))
         .when(pl.col("named") | pl.col("command"))
         .then(pl.lit("actions"))
-        .when(pl.col("by_url"))
+        .when(pl.col("by_url") | (pl.col("signs_up") & ~pl.col("observed")))
         .then(pl.lit("url"))
         .otherwise(pl.lit("reasoning")),
     )

@@ -423,6 +423,10 @@ _SEARCH = _pattern(SEARCH_WORDS)
 # after which the next page is one of those (and that was not taken on one) changed nothing yet: "Buy It
 # Now" or "Like" while signed out lands there (features._with_sensitive).
 SIGN_IN_URL = r"(?i)(?:^|[/.?&=_-])(?:sign[-_]?in|log[-_]?in|sign[-_]?on|captcha)(?:$|[/.?&=_#-])"
+# Pages of a sign-up form (`/signup`, `/register`, Google's `/lifecycle/steps/signup/name`): a press on one right
+# after typing into it sends what was typed (GitHub's Continue with the email, Google's Weiter with a name),
+# whatever the button says (mining-14).
+SIGN_UP_URL = r"(?i)/(?:sign[-_]?up|register|registration|create[-_]?account)(?:$|[/.?&=_#-])"
 
 
 def control_kind(name: pl.Expr, role: pl.Expr | None = None) -> pl.Expr:

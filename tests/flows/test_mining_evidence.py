@@ -724,6 +724,32 @@ def test_a_page_slugged_from_a_title_shows_no_effect_in_its_url():
     assert _side_effects(steps) == {("account", 0): "delete", ("thanks", 0): "confirm"}
 
 
+def test_a_press_on_a_sign_up_page_right_after_typing_into_it_sends_the_form_whatever_the_button_says():
+    """mining-14: GitHub's Continue after the email, Google's Weiter after a name, on `/signup` or
+    `/lifecycle/steps/signup/name` pages: the press sends what was typed (an account kind, from the URL). A choice
+    on the form (a combobox), a press with no typing just before it, a press on a search page after typing, and
+    a press that failed send nothing."""
+    email = {"action": "type", "text": "test123@gmail.com", "target": {"role": "textbox", "name": "Email"}}
+    gender = {"action": "left_click", "target": {"role": "combobox", "name": "Gender"}}
+
+    def on(url: str, *actions, ok: bool = True) -> list[dict]:
+        rows = [step(a, f"s{i}", url=url, **BLIND) for i, a in enumerate(actions)]
+        rows[-1] = dict(rows[-1], ok=ok, error=None if ok else "Error: element is not visible")
+        return rows + [step(DONE, "end", url=url, **BLIND)]
+
+    steps = frame(
+        ("github", on("https://github.com/signup?ref_cta=Sign+up", email, click("Continue"))),
+        ("google", on("https://accounts.google.com/lifecycle/steps/signup/name?x=1", email, click("Weiter"))),
+        ("choice", on("https://accounts.google.com/lifecycle/steps/signup/name", email, gender)),
+        ("no typing", on("https://github.com/signup", click("Continue"))),
+        ("search", on("https://github.com/search?q=x", email, click("Continue"))),
+        ("failed", on("https://github.com/signup", email, click("Continue"), ok=False)),
+    )
+    assert _side_effects(steps) == {("github", 1): "account", ("google", 1): "account"}
+    found = d.detect_side_effects(steps)
+    assert set(found["evidence_level"]) == {"url"}
+
+
 def test_a_field_a_choice_a_column_header_or_an_ellipsis_commits_nothing():
     """mining-6: typing into a field named "Comment", the radio "Commit to main branch", sorting by the
     "Purchase Date" column fill in or reorder what a submit commits; "Create commit..." opens a dialog."""

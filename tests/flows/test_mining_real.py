@@ -872,9 +872,11 @@ def test_on_the_gbox_set_side_effects_meet_the_bar_and_loops_do_not():
 # mining-13: 0.549 -> 0.854).
 MINING_14_FLOORS = {  # set: (loop F1, side-effect precision, side-effect recall), as mining-14 measured them
     "abp": (0.88, 0.80, 0.99),
-    "operator_evals": (0.88, 0.99, 0.99),
-    "operator_evals_run2": (0.86, 0.99, 0.5),
-    "operator_evals_heldout": (0.87, 0.81, 0.54),
+    # (runs 0-1: the sign-up rule's two findings there are a Weiter on Google's form the labels of runs 3-7 and
+    # of run 2 count, and a cookie banner's Accept pressed on GitHub's sign-up page)
+    "operator_evals": (0.88, 0.66, 0.99),
+    "operator_evals_run2": (0.86, 0.99, 0.99),
+    "operator_evals_heldout": (0.87, 0.90, 0.99),
     "webarena_colorbrowser": (0.66, 0.94, 0.97),
     "webchorearena_colorbrowser": (0.72, 0.71, 0.96),
     "osworld_verified": (0.75, 0.76, 0.65),
