@@ -113,7 +113,9 @@ REVISIT_WINDOW = 4  # steps within which a turn issued again is one more pass at
 ORIGIN = r"^([A-Za-z][A-Za-z0-9+.-]*://[^/?#]+)"
 HOST = r"^[A-Za-z][A-Za-z0-9+.-]*://([^/?#]+)"
 _TARGET_ROLE = r'"target"\s*:\s*\{[^}]*?"role"\s*:\s*"([^"]{1,40})"'
-_TARGET_NAME = r'"target"\s*:\s*\{[^}]*?"(?:name|label|text)"\s*:\s*"((?:[^"\\]|\\.){1,120})"'
+# (a longer name - a describing harness's "upvote arrow button to the left of the first post titled ..." - gives
+# its first 120 characters: the words that say what the control is come first)
+_TARGET_NAME = r'"target"\s*:\s*\{[^}]*?"(?:name|label|text)"\s*:\s*"((?:[^"\\]|\\.){1,120})(?:[^"\\]|\\.)*"'
 _TARGET_BODY = r'"target"\s*:\s*\{[^}]*\}'  # one target object of a turn (a turn of several has several)
 _TARGET_ANY_NAME = r'"target"\s*:\s*\{[^}]*?"name"\s*:\s*"((?:[^"\\]|\\.)+)"'
 # ... or the purpose it gave for the click: `click the cart icon to add this iPad to the bag`.

@@ -201,8 +201,8 @@ CONTROL_WORDS: dict[str, tuple[str, ...]] = {
         "가입",
     ),
     # saving or creating something, or marking it (vote, follow, star, invite, assign, lock): the edit and
-    # create forms of self-hosted apps (mining-6, read on WebArena's GitLab, forum and shop admin; lock and
-    # unlock mining-14, an event's or a thread's)
+    # create forms of self-hosted apps (mining-6, read on WebArena's GitLab, forum and shop admin; lock,
+    # unlock and merge mining-14: an event's or a thread's lock, a merge request's merge)
     "change": (
         "save",
         "save changes",
@@ -225,6 +225,7 @@ CONTROL_WORDS: dict[str, tuple[str, ...]] = {
         "add extension",
         "restore",
         "lock",
+        "merge",
         "unlock",
         "speichern",
         "erstellen",

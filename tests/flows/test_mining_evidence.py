@@ -575,6 +575,9 @@ def test_saving_creating_voting_and_wish_lists_are_side_effects_but_a_link_to_th
         ("create", _one(click("Create issue"))),
         ("vote", _one(click("Upvote"))),
         ("lock", _one(click("Lock event"))),  # mining-14: locking an event, a thread, an account
+        ("merge", _one(click("Merge"))),  # mining-14: a merge request merged
+        # mining-14: a describing harness's name longer than 120 characters still names its control
+        ("described", _one(click("upvote arrow button to the left of the first post titled " + "very long " * 12))),
         ("wish", _one(click("Add to Wish List"))),
         ("reorder", _one(click("Reorder", "link"))),
         ("new issue link", _one(click("Create issue", "link"))),
@@ -586,6 +589,8 @@ def test_saving_creating_voting_and_wish_lists_are_side_effects_but_a_link_to_th
         ("create", 0): "change",
         ("vote", 0): "change",
         ("lock", 0): "change",
+        ("merge", 0): "change",
+        ("described", 0): "change",
         ("wish", 0): "cart",
         ("reorder", 0): "cart",
     }

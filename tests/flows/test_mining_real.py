@@ -882,7 +882,7 @@ MINING_14_FLOORS = {  # set: (loop F1, side-effect precision, side-effect recall
     "osworld_verified": (0.75, 0.76, 0.65),
     "android_world_agents": (0.67, 0.99, 0.55),
     "webcanvas": (0.58, 0.84, 0.93),
-    "gbox_webarena": (0.0, 0.65, 0.83),
+    "gbox_webarena": (0.0, 0.65, 0.90),
     "mobile_agent_bench": (0.60, 0.99, 0.99),
     "webtestpilot_baselines": (0.93, 0.76, 0.34),
     "webtestpilot_baselines_late": (0.87, 0.60, 0.27),
