@@ -47,6 +47,8 @@ Conventions the detectors rely on:
 
 from __future__ import annotations
 
+import json
+
 from collections.abc import Callable
 
 import polars as pl
@@ -609,11 +611,35 @@ def _per_action(acts: pl.LazyFrame) -> pl.LazyFrame:
     )
 
 
+def _json_unescaped(values: pl.Series) -> pl.Series:
+    """Strings cut out of JSON text, with their escapes decoded (`\\u4fdd\\u5b58` is 保存, `\\"` a quote): writers
+    that escape every non-ASCII character (Python's json.dumps) would otherwise hide every name in another
+    script from the control words. Only the values holding a backslash are decoded, each distinct one once."""
+    escaped = values.str.contains("\\", literal=True).fill_null(False)
+    if not escaped.any():
+        return values
+    at = escaped.arg_true()
+
+    def decoded(text: str) -> str:
+        try:
+            out = json.loads(f'"{text}"')
+        except ValueError:  # a cut-off escape at the end of a bounded name: keep it as it was
+            return text
+        return out if isinstance(out, str) else text
+
+    some = values.gather(at)
+    table = pl.DataFrame({"v": some.unique()}).with_columns(d=pl.col("v").map_elements(decoded, return_dtype=pl.String))
+    return values.scatter(at, some.replace_strict(table["v"], table["d"]))
+
+
 def _with_target_kinds(per_action: pl.DataFrame) -> pl.DataFrame:
     """`_target_kind` / `_target_generic`: what the target's name says (side_effects.control_kind with its
     role), a selector-named target's by the words of its ids and classes (side_effects.selector_phrase:
     `#addtobagID` reads "add to bag"); `_selector` that the target is named by a selector (its name is no
     control's name: the model's words may name the control, see `_with_model_words`)."""
+    per_action = per_action.with_columns(
+        target_name=_json_unescaped(per_action["target_name"]), _target_role=_json_unescaped(per_action["_target_role"])
+    )
     phrase = selector_phrases(per_action["_target_selector"])
     selector = per_action["_target_selector"].is_not_null()
     name = pl.when(pl.lit(selector)).then(pl.lit(phrase)).otherwise(pl.col("target_name"))
@@ -643,6 +669,9 @@ def _later_targets(per_action: pl.DataFrame) -> pl.DataFrame:
         .with_columns(
             n=pl.col("t").str.extract(_TARGET_NAME, 1), role=pl.col("t").str.extract(_TARGET_ROLE, 1)
         )
+    )
+    targets = (
+        targets.with_columns(n=_json_unescaped(targets["n"]), role=_json_unescaped(targets["role"]))
         .with_columns(k=control_kind(pl.col("n"), pl.col("role")), g=generic_name(pl.col("n")))
         .drop_nulls("k")
         .group_by("_r", maintain_order=True)

@@ -576,6 +576,8 @@ def test_saving_creating_voting_and_wish_lists_are_side_effects_but_a_link_to_th
         ("vote", _one(click("Upvote"))),
         ("lock", _one(click("Lock event"))),  # mining-14: locking an event, a thread, an account
         ("merge", _one(click("Merge"))),  # mining-14: a merge request merged
+        # mining-14: json.dumps writes 保存 as \u4fdd\u5b58 in the actions JSON: the name is read decoded
+        ("escaped", _one(click("保存"))),
         # mining-14: a describing harness's name longer than 120 characters still names its control
         ("described", _one(click("upvote arrow button to the left of the first post titled " + "very long " * 12))),
         ("wish", _one(click("Add to Wish List"))),
@@ -590,6 +592,7 @@ def test_saving_creating_voting_and_wish_lists_are_side_effects_but_a_link_to_th
         ("vote", 0): "change",
         ("lock", 0): "change",
         ("merge", 0): "change",
+        ("escaped", 0): "change",
         ("described", 0): "change",
         ("wish", 0): "cart",
         ("reorder", 0): "cart",
@@ -1472,3 +1475,12 @@ def test_reports_of_effects_and_clicks_in_hostile_words_stay_cheap_and_name_noth
     kinds = pl.select(said_effect_kind(pl.lit(hostile))).to_series()
     assert all(n is None or len(n) <= 60 for n in names)
     assert kinds.to_list()[2] == "change"
+
+
+def test_names_cut_out_of_json_are_decoded_and_a_broken_escape_is_kept_as_it_was():
+    """mining-14: untrusted names from actions JSON - escapes decoded, a cut-off or invalid escape left as is
+    (never an error), values without a backslash untouched."""
+    from flows.failure_mining.features import _json_unescaped
+
+    names = pl.Series(["\\u4fdd\\u5b58", 'Delete \\"draft\\"', "cut \\u4f", "bad \\x41", "plain", None, "end \\"])
+    assert _json_unescaped(names).to_list() == ["保存", 'Delete "draft"', "cut \\u4f", "bad \\x41", "plain", None, "end \\"]
