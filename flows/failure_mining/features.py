@@ -48,7 +48,6 @@ Conventions the detectors rely on:
 from __future__ import annotations
 
 import json
-
 from collections.abc import Callable
 
 import polars as pl
@@ -62,12 +61,12 @@ from flows.failure_mining.side_effects import (
     command_kind,
     control_kind,
     effect_kind,
+    enters_typed_text,
     for_role,
     generic_name,
     is_selector,
     opens_flow,
     presses_enter_alone,
-    enters_typed_text,
     selector_phrases,
     typed_command_kind,
     typed_text_hash,
