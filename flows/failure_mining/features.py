@@ -702,18 +702,17 @@ def step_features(steps: pl.LazyFrame | pl.DataFrame) -> pl.DataFrame:
     per_action = _with_target_kinds(
         _per_action(base.lazy().select("act_h", "act").unique("act_h")).collect(engine=ENGINE)
     )
+    # commands typed into a terminal: only their turns' columns are spread onto the steps, when there are any
+    typing = ("_typed_kind", "_enter_alone", "_enters_typed", "_typed_h")
+    typed = (per_action["_typed_kind"].is_not_null() | (per_action["_command_kind"].is_not_null() & per_action["_enters_typed"])).any()
+    if not typed:
+        per_action = per_action.drop(typing)
     at = base["act_h"].replace_strict(  # each step's row in per_action: a hash lookup, then plain gathers
         per_action["act_h"], pl.int_range(per_action.height, eager=True, dtype=pl.UInt32), return_dtype=pl.UInt32
     )
-    lf = (
-        base.with_columns(**{c: per_action[c].gather(at) for c in per_action.columns if c != "act_h"})
-        .lazy()
-        .with_columns(
-            url_changed=pl.when(
-                pl.col("same_next") & pl.col("url").is_not_null() & pl.col("url").shift(-1).is_not_null()
-            ).then(pl.col("url") != pl.col("url").shift(-1)),
-            tree_changed=_differs_next("tree"),
-            shot_changed=_differs_next("shot"),
+    lf = base.with_columns(**{c: per_action[c].gather(at) for c in per_action.columns if c != "act_h"}).lazy()
+    if typed:
+        lf = lf.with_columns(
             # an Enter pressed alone runs the command the turn before typed and did not enter (mining-14)
             _command_kind=pl.coalesce(
                 "_command_kind", pl.when(pl.col("_enter_alone")).then(prev(pl.col("_typed_kind")))
@@ -723,8 +722,15 @@ def step_features(steps: pl.LazyFrame | pl.DataFrame) -> pl.DataFrame:
             .then("_typed_h")
             .when(pl.col("_enter_alone") & prev(pl.col("_typed_kind")).is_not_null())
             .then(prev(pl.col("_typed_h"))),
+        ).drop(typing)
+    lf = (
+        lf.with_columns(
+            url_changed=pl.when(
+                pl.col("same_next") & pl.col("url").is_not_null() & pl.col("url").shift(-1).is_not_null()
+            ).then(pl.col("url") != pl.col("url").shift(-1)),
+            tree_changed=_differs_next("tree"),
+            shot_changed=_differs_next("shot"),
         )
-        .drop("_typed_kind", "_enter_alone", "_enters_typed", "_typed_h")
         .with_columns(
             # an error after which the page's URL moved on did not stop the action: the harness gave up
             # waiting on the navigation it caused (Playwright's "Timeout 500ms exceeded" on a link)
@@ -763,6 +769,8 @@ def _first_runs_of_commands(features: pl.DataFrame) -> pl.DataFrame:
     after turn is retrying what did not take (its words say so), and an entry that did take is the first one
     (mining-14). Shell actions and tool calls are not typed: a harness runs each (`clearState` clears again),
     and the save chord is no command text (a second Ctrl+S after new edits saves them)."""
+    if "_command_h" not in features.columns:  # no command typed into a terminal in these steps
+        return features
     h = features["_command_h"]
     rows = (h.is_not_null() & ~features["failed"]).arg_true()
     if rows.len() < 2:
@@ -1115,11 +1123,15 @@ def _with_sensitive(features: pl.DataFrame) -> pl.DataFrame:
     opened_form = opened_form | (nxt(pl.lit(sign_in)) & ~pl.lit(sign_in)).fill_null(False)
     # a press on a sign-up form's page right after typing into it sends the form (not a choice in it: a gender
     # combobox, a checkbox); the roles are read on those few steps only
-    sign_up = features["url"].is_in(urls.filter(urls.str.contains(SIGN_UP_URL)).implode()).fill_null(False)
-    choosing = pl.col("act").str.contains(rf'"role"\s*:\s*"(?:{"|".join(CHOOSING_ROLES)})"')
-    pressed = pl.col("action_name").is_in(CLICKS) & prev(filling) & ~pl.col("failed")
-    signs_up = (pl.lit(sign_up) & pressed.fill_null(False)).fill_null(False)
-    signs_up = signs_up & ~pl.when(signs_up).then(choosing).fill_null(False)
+    sign_up_urls = urls.filter(urls.str.contains(SIGN_UP_URL))
+    if sign_up_urls.is_empty():
+        signs_up = pl.lit(False)
+    else:
+        sign_up = features["url"].is_in(sign_up_urls.implode()).fill_null(False)
+        choosing = pl.col("act").str.contains(rf'"role"\s*:\s*"(?:{"|".join(CHOOSING_ROLES)})"')
+        pressed = pl.col("action_name").is_in(CLICKS) & prev(filling) & ~pl.col("failed")
+        signs_up = (pl.lit(sign_up) & pressed.fill_null(False)).fill_null(False)
+        signs_up = signs_up & ~pl.when(signs_up).then(choosing).fill_null(False)
     # a timeout is the harness giving up waiting, not proof the click was not made (Playwright's "Timeout
     # 500ms exceeded" on most submits that reload the page): it does not clear a side effect
     error = pl.col("error")  # literal searches: a regular expression here cost 0.07 CPU-s per 500k steps
