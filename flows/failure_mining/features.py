@@ -359,12 +359,15 @@ _SAID_OPENED = (
 
 def said_clicked_name(text: pl.Expr) -> pl.Expr:
     """The quoted name of the control the words say was clicked (null when they say none, or say it opened a
-    dialog, a form or a page: `_SAID_OPENED`, or call it a link with a name a link only navigates by:
-    "Clicked on 'Book' link in breadcrumb navigation", side_effects.NAVIGATING_KINDS)."""
+    dialog, a form or a page: `_SAID_OPENED`)."""
     name = pl.coalesce(*(text.str.extract(p, 1) for p in _SAID_CLICKED))
-    link = text.str.contains(_SAID_LINK)
-    navigates = for_role(control_kind(name), pl.when(link).then(pl.lit(LINK_ROLES[0]))).is_null() & control_kind(name).is_not_null()
-    return pl.when(~text.str.contains(_SAID_OPENED) & ~navigates).then(name)
+    return pl.when(~text.str.contains(_SAID_OPENED)).then(name)
+
+
+def said_clicked_role(text: pl.Expr) -> pl.Expr:
+    """"link" when the words call what was clicked a link ("Clicked on 'Book' link in breadcrumb navigation"):
+    a link named Book navigates (side_effects.for_role); null otherwise."""
+    return pl.when(text.str.contains(_SAID_LINK)).then(pl.lit(LINK_ROLES[0]))
 
 
 def said_effect_kind(text: pl.Expr) -> pl.Expr:
@@ -799,12 +802,18 @@ def _said_after(raw: pl.Series) -> dict[str, pl.Series]:
 
     maybe = raw.str.contains_any(list(_AFTER_MARKERS), ascii_case_insensitive=True).fill_null(False)
     if not maybe.any():
-        return {"_said_effect": nothing(), "_said_clicked": nothing(), "_wordless": pl.repeat(True, n, eager=True)}
+        return {
+            "_said_effect": nothing(),
+            "_said_clicked": nothing(),
+            "_said_role": nothing(),
+            "_wordless": pl.repeat(True, n, eager=True),
+        }
     at = maybe.arg_true()
     some = raw.gather(at)
     return {
         "_said_effect": nothing().scatter(at, _per_value(some, said_effect_kind)),
         "_said_clicked": nothing().scatter(at, _per_value(some, said_clicked_name)),
+        "_said_role": nothing().scatter(at, _per_value(some, said_clicked_role)),
         "_wordless": ~raw.str.contains("\n", literal=True).fill_null(False),
     }
 
@@ -1084,14 +1093,15 @@ def _named_after(features: pl.DataFrame) -> pl.DataFrame:
     """`_named_kind` / `_named_generic` of a wordless press whose target names no kind, from the next words that
     say which control it was ("The blue 'Save' button was clicked", "Clicked on 'Restore'": a harness that
     narrates each action after it, with no words before it; mining-12). Other steps keep theirs."""
-    name = _onto_acted(
-        features, features["_said_clicked"], features["_wordless"] & features["_named_kind"].is_null()
-    )
+    pressed = features["_wordless"] & features["_named_kind"].is_null()
+    name = _onto_acted(features, features["_said_clicked"], pressed)
     if name.null_count() == name.len():
         return features.with_columns(_named_after=pl.lit(False))
+    # the words call it a link ("Clicked on 'Book' link in breadcrumb"): a link named Book navigates (mining-14)
+    role = _onto_acted(features, features["_said_role"], pressed)
     return features.with_columns(
         _named_after=pl.col("_named_kind").is_null() & pl.lit(name).is_not_null(),
-        _named_kind=pl.coalesce(pl.col("_named_kind"), control_kind(pl.lit(name))),
+        _named_kind=pl.coalesce(pl.col("_named_kind"), control_kind(pl.lit(name), pl.lit(role))),
         _named_generic=pl.when(pl.lit(name).is_not_null())
         .then(generic_name(pl.lit(name)))
         .otherwise(pl.col("_named_generic")),
@@ -1187,7 +1197,10 @@ def _with_sensitive(features: pl.DataFrame) -> pl.DataFrame:
         sens_from=spread(here["sens_from"]).cast(pl.Categorical),
         # the kind rests on a name that says only that a form is sent (side_effects.GENERIC_WORDS)
         sens_generic=~flags["manifest"] & flags["named"] & flags["generic"],
-    ).drop("_named_kind", "_named_generic", "_command_kind", "_said_effect", "_said_clicked", "_wordless", "_named_after")
+    ).drop(
+        "_named_kind", "_named_generic", "_command_kind", "_said_effect", "_said_clicked", "_said_role", "_wordless",
+        "_named_after",
+    )
 
 
 def _first_origin(features: pl.DataFrame) -> pl.Series:
