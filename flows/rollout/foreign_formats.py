@@ -198,7 +198,7 @@ def browsergym_step(step: dict, screen: Screen) -> ForeignStep:
         except ValueError:
             return ForeignStep([], raw, f"invalid_arguments: {line.strip()[:80]}", fields)
         action = _browsergym_action(call.func.id, args, kwargs, targets, screen)
-        if isinstance(action, str):  # kept as called: two notes, two tab switches are two turns, not one repeated
+        if action is None:  # kept as called: two notes, two tab switches are two turns, not one repeated
             return _unmapped(raw, _as_called(line.strip()), fields)
         actions.append(action)
     return ForeignStep(actions, raw, None, fields)
@@ -272,7 +272,7 @@ def _browsergym_action(name: str, args: list, kwargs: dict, targets: dict[str, T
         return Terminate(status="failure", answer=str(arg(0, "reason")))
     if name == "focus":
         return Click(target=target())
-    return f"{name}(...)"  # hover, tab_focus, new_tab, tab_close, upload_file, ...: not in our space
+    return None  # hover, tab_focus, new_tab, tab_close, upload_file, ...: not in our space
 
 
 # ---- plain action-history text ---------------------------------------------------------------------
