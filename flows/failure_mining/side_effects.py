@@ -492,8 +492,7 @@ def command_kind(actions_json: pl.Expr) -> pl.Expr:
     Python's file APIs; they are the same in every language, so no translation is needed. A command that
     failed changed nothing (features clears a failed step)."""
     shell = actions_json.str.extract(_SHELL_COMMAND, 1)
-    typed = actions_json.str.extract(_TYPED_TEXT, 1)
-    entered = typed.str.ends_with("\\n") | actions_json.str.contains(_ENTER_KEY)
+    typed, entered = _typed_text(actions_json)
     command = pl.coalesce(shell, pl.when(entered).then(typed))
     out = pl.when(actions_json.str.contains(_SAVE_CHORD)).then(pl.lit("change")).otherwise(pl.lit(None, pl.String))
     out = pl.coalesce(_kind_of_command(command), out)
@@ -501,6 +500,13 @@ def command_kind(actions_json: pl.Expr) -> pl.Expr:
     # no command word (`mail.list_inbox {...}` sends nothing, `rm.list {}` deletes nothing)
     logged_call = shell.str.contains(_LOGGED_TOOL_CALL).fill_null(False)
     return pl.when(logged_call).then(tool_kind(shell)).otherwise(pl.coalesce(out, tool_kind(shell)))
+
+
+def _typed_text(actions_json: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
+    """The text a turn types (null when it types none) and whether the turn enters it (the text ends in a
+    newline, or the turn presses Enter after typing)."""
+    typed = actions_json.str.extract(_TYPED_TEXT, 1)
+    return typed, typed.str.ends_with("\\n") | actions_json.str.contains(_ENTER_KEY)
 
 
 def _kind_of_command(command: pl.Expr) -> pl.Expr:
@@ -517,15 +523,14 @@ def typed_command_kind(actions_json: pl.Expr) -> pl.Expr:
     `command_kind` has that one). Terminal agents often type a command in one turn and press Enter in the next
     (`git clone ...`, then Enter): the Enter runs it (`features`: an Enter turn takes this kind of the turn
     before)."""
-    typed = actions_json.str.extract(_TYPED_TEXT, 1)
-    entered = typed.str.ends_with("\\n") | actions_json.str.contains(_ENTER_KEY)
+    typed, entered = _typed_text(actions_json)
     return pl.when(~entered).then(_kind_of_command(typed))
 
 
 def enters_typed_text(actions_json: pl.Expr) -> pl.Expr:
     """The turn types a text and enters it (a command typed into a terminal; not a shell action, not a chord)."""
-    typed = actions_json.str.extract(_TYPED_TEXT, 1)
-    return typed.is_not_null() & (typed.str.ends_with("\\n") | actions_json.str.contains(_ENTER_KEY))
+    typed, entered = _typed_text(actions_json)
+    return typed.is_not_null() & entered
 
 
 def typed_text_hash(actions_json: pl.Expr) -> pl.Expr:
