@@ -1395,6 +1395,33 @@ def test_merged_loops_keep_the_same_evidence_whatever_order_the_rules_found_them
     assert next(iter(known))[0][4] == "short_cycle"  # the most telling rule names it
 
 
+def test_many_loop_findings_merge_as_one_group_by_over_all_of_them_would():
+    """`_merged_frame` passes findings that overlap none as they are and aggregates only the groups: the same
+    rows as `_merged`'s group-by over every finding - a chain of overlaps (2-4, 4-6, 6-9) is one group,
+    findings that only follow each other (10-11, 12-13) are two, a finding inside a longer one joins it, and
+    the same steps in another trajectory are another finding."""
+    import random
+
+    rng = random.Random(7)
+    rows = []
+    for t in ("a", "b", "c"):
+        spans = [(2, 4), (4, 6), (6, 9), (10, 11), (12, 13), (20, 30), (22, 23), (40, 40)]
+        spans += [(s, s + rng.randint(0, 3)) for s in rng.sample(range(50, 120), 20)]
+        for first, last in spans:
+            rows.append({"trajectory_id": t, "first_step": first, "last_step": last, "kind": "loop",
+                         "reason": rng.choice(list(d._TELLING)), "severity": 0.8,
+                         "evidence": f'{{"n": {rng.randint(0, 9)}}}', "confidence": rng.choice([0.6, 0.9]),
+                         "evidence_level": rng.choice(d.EVIDENCE_LEVELS[:3])})  # fmt: skip
+    rng.shuffle(rows)
+    found = pl.DataFrame(rows, schema=d.FINDING_SCHEMA)
+    fast = d._merged_frame(found, d._TELLING).sort("trajectory_id", "first_step")
+    plain = d._merged(found.lazy(), d._TELLING).collect().sort("trajectory_id", "first_step")
+    assert fast.rows() == plain.rows()
+    a = fast.filter((pl.col("trajectory_id") == "a") & (pl.col("first_step") < 41))
+    assert a.select("first_step", "last_step").rows() == [(2, 9), (10, 11), (12, 13), (20, 30), (40, 40)]
+    assert fast.height < found.height
+
+
 def _words(action: dict | None, words: str | None, **kw) -> dict:
     """A blind step whose raw output is the model's words, then its action's line (None: no words, one line)."""
     raw = "Click" if words is None else f"{words}\nClick"
