@@ -48,6 +48,7 @@ Conventions the detectors rely on:
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 
 import polars as pl
@@ -787,8 +788,10 @@ def _first_runs_of_commands(features: pl.DataFrame) -> pl.DataFrame:
 
 
 # words every report of an effect or of a pressed control holds (`_SAID_EFFECT`, `_SAID_CLICKED`): searched first,
-# in one Aho-Corasick pass, so the patterns run on the few outputs that may match
+# in one pass, so the patterns run on the few outputs that may match (as one case-blind regular expression: polars'
+# case-blind Aho-Corasick `contains_any` took 2-3x as long, on 1M bench outputs and on the real sets' alike)
 _AFTER_MARKERS = ("success", " been ", "clicked", "clicking", "tapped", "pressed")
+_AFTER_MARKER = "(?i)" + "|".join(re.escape(marker) for marker in _AFTER_MARKERS)
 
 
 def _said_after(raw: pl.Series) -> dict[str, pl.Series]:
@@ -800,7 +803,7 @@ def _said_after(raw: pl.Series) -> dict[str, pl.Series]:
     def nothing() -> pl.Series:  # a new one each: scatter writes in place
         return pl.repeat(None, n, dtype=pl.String, eager=True)
 
-    maybe = raw.str.contains_any(list(_AFTER_MARKERS), ascii_case_insensitive=True).fill_null(False)
+    maybe = raw.str.contains(_AFTER_MARKER).fill_null(False)
     if not maybe.any():
         return {
             "_said_effect": nothing(),
