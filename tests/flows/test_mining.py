@@ -589,21 +589,24 @@ def test_a_trajectory_whose_steps_span_three_files_is_mined_whole(lake):
 
 
 def test_batches_mined_two_at_a_time_land_what_one_at_a_time_lands(tmp_path, monkeypatch):
+    """Five files as five batches, or as batches of files that share no trajectory, whose files are mined as
+    parts on both miners at once (a batch of three files: three parts): the rows one miner lands."""
     from flows.failure_mining import mining
 
-    landed = {}
-    for miners in (1, 2):
-        monkeypatch.setattr(mining, "MINERS", miners)
-        lake = Lake(tmp_path / f"lake-{miners}")
-        for i, steps in enumerate((LOOPING, CLEAN, LOOPING, CLEAN, LOOPING)):
-            _land(lake, "r1", {f"t{i}": steps}, batch=f"b{i}")
-        summary = mine(lake, "m1", batch_steps=4, write_report=False)
-        assert summary.batches == 5 and summary.steps == 18
-        landed[miners] = [
-            lake.query(f"SELECT * EXCLUDE (recorded_at) FROM {table} ORDER BY ALL")
-            for table in ("failures", "failure_seeds", "mined")
-        ] + [lake.query("SELECT * FROM step_rewards ORDER BY ALL"), summary.by_reason]
-    assert landed[1] == landed[2] and landed[1][0]
+    for batch_steps, batches in ((4, 5), (11, 2)):
+        landed = {}
+        for miners in (1, 2):
+            monkeypatch.setattr(mining, "MINERS", miners)
+            lake = Lake(tmp_path / f"lake-{batch_steps}-{miners}")
+            for i, steps in enumerate((LOOPING, CLEAN, LOOPING, CLEAN, LOOPING)):
+                _land(lake, "r1", {f"t{i}": steps}, batch=f"b{i}")
+            summary = mine(lake, "m1", batch_steps=batch_steps, write_report=False)
+            assert summary.batches == batches and summary.steps == 18
+            landed[miners] = [
+                lake.query(f"SELECT * EXCLUDE (recorded_at) FROM {table} ORDER BY ALL")
+                for table in ("failures", "failure_seeds", "mined")
+            ] + [lake.query("SELECT * FROM step_rewards ORDER BY ALL"), summary.by_reason]
+        assert landed[1] == landed[2] and landed[1][0]
 
 
 def test_a_batch_of_files_without_a_shared_trajectory_mined_file_by_file_lands_what_one_frame_of_them_does(lake):
