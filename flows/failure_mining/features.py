@@ -125,6 +125,19 @@ _SAID_PURPOSE = (
     r"(?i)\b(?:click|tap|press)\w*\b[^.\n]{0,80}?\bto (add\b[^.\n]{0,50}?\bto (?:the |my |your |a )?"
     r"(?:cart|bag|basket|trolley|wish ?list|favou?rites|order)\b)"
 )
+# ... or the change a button that names none (OK, Done, Confirm) makes, as the words give it right after the
+# name: `点击“OK”按钮确认保存该模板`, `点击“Done”按钮，保存当前书签`, `click OK to save the settings` (Chinese and
+# English; the verb's kind is side_effects.control_kind's: save a change, delete / remove a deletion).
+# A press planned after another step ("选择后点击“OK”保存", "then click OK to save") is not this turn's.
+_BLANK_BUTTON = r"(?:OK|Okay|Done|Confirm|Yes|确定|確定|确认|確認|完成|是)"
+_BLANK_PURPOSE = (
+    r"(?:点击|點擊|单击|單擊|click(?:ing)?|tap(?:ping)?|press(?:ing)?)\s?(?:on )?(?:the )?[“\"']?"
+    + _BLANK_BUTTON
+    + r"[”\"']?\s?(?:按钮|按鈕|button)?\s?[，,]?\s?(?:来|以|以便|从而|就能|to )?\s?(?:确认|確認|confirm )?"
+    r"(保存|删除|刪除|save|delete|remove)"
+)
+_SAID_BLANK_PURPOSE = "(?i)" + _BLANK_PURPOSE
+_LATER_BLANK_PURPOSE = r"(?i)(?:后|後|再|接着|then|after that|afterwards|finally)\s?" + _BLANK_PURPOSE
 # The model saying its previous action did not work (English only): "still showing", "didn't", "try again";
 # and the verdict words agents put on their own last step ("Failed - ...", "failure: the previous action
 # failed", "was not successful", "did not succeed", "was not executed": mining-5, none of them in Claude's
@@ -432,7 +445,7 @@ _SENTENCE_END = r"[。！？!?\n]|\.\s"
 # not the one clicked now. The sequencing words of each language that says "then" / "after that" /
 # "finally" / "once ... is done"; "next" (接下来, 下一步, als Nächstes) names this turn's step and is not one.
 _LATER_STEP_OPENING = (
-    r"(?i)^\s*(?:然后|之后|随后|接着|再|最后|完成[^，,。]{0,15}?[后後]|[^，,。]{0,15}?之[后後]|"
+    r"(?i)^\s*(?:然后|之后|随后|接着|再|最后(?:[^一]|一[^步])|完成[^，,。]{0,15}?[后後]|[^，,。]{0,15}?之[后後]|"
     r"その後|それから|最後に|그 ?다음|그 ?후|마지막으로|"
     r"then\b|after that\b|afterwards\b|finally\b|once\b|"
     r"dann\b|danach\b|anschließend\b|ensuite\b|puis\b|après\b|luego\b|después\b|depois\b|"
@@ -463,6 +476,8 @@ _SAID_TARGET_ELSEWHERE = (
     r"(?:点击|點擊|单击|單擊|双击|雙擊|点选|點選)[^。！？，,、；;:：\n\"“”「」『』【】‘’'A-Za-z后後按]{0,12}?"
     + _LATIN_NAME + r"\s?(?:" + _CONTROL_NOUN + r"|[，。,；;]|$)",
     _CJK_QUOTED + _JA_KO_CLICK,
+    # the control named first, then clicked as "it" ("右下角有“Save”按钮，点击它保存设置", "“Install”按钮，点击这个按钮")
+    _CJK_QUOTED + r"\s?" + _CONTROL_NOUN + r"\s?[，,]?\s?(?:点击|點擊|单击|單擊)(?:它|这个|這個|该|該|此)",
     _LATIN_CLICK + r"""[^.!?;:\n"“”„«»‹›]{0,40}?""" + _QUOTED,
     _QUOTED + r"""[^.!?;\n"“”„«»‹›]{0,25}?(?i:klicken|anklicken|drücken|auswählen|wählen)(?:$|[^\p{L}\p{N}])""",
 )
@@ -909,24 +924,39 @@ def _with_model_words(features: pl.DataFrame) -> pl.DataFrame:
 
     def kinds(frame: pl.DataFrame, name: str) -> pl.DataFrame:  # what a name the words give says
         escaped = pl.col(name).str.escape_regex()
-        kind = pl.col(f"{name}_kind")
-        return frame.with_columns(
-            **{
-                f"{name}_kind": control_kind(pl.col(name)),
-                f"{name}_generic": generic_name(pl.col(name)),
-                f"{name}_opens": opens_flow(pl.col(name)),
-            }
-        ).with_columns(
-            # the words call a Save / Create a button (searched where the kind is "change" only: one pattern a row)
-            **{
-                f"{name}_button": pl.when(kind == "change")
-                .then(
-                    raw.str.contains(
-                        pl.format("(?i)(?:{}{}|{}{})", escaped, pl.lit(_BUTTON_AFTER), pl.lit(_BUTTON_BEFORE), escaped)
+        kind, generic, purpose = pl.col(f"{name}_kind"), pl.col(f"{name}_generic"), pl.col("_blank_purpose")
+        # a name that says no change (OK, Done) with the change it makes said right after it: that change's
+        blank_purposed = purpose.is_not_null() & (kind.is_null() | generic)
+        return (
+            frame.with_columns(
+                **{
+                    f"{name}_kind": control_kind(pl.col(name)),
+                    f"{name}_generic": generic_name(pl.col(name)),
+                    f"{name}_opens": opens_flow(pl.col(name)),
+                }
+            )
+            .with_columns(
+                # the words call a Save / Create a button (searched where the kind is "change" only: one pattern
+                # a row)
+                **{
+                    f"{name}_button": pl.when(kind == "change")
+                    .then(
+                        raw.str.contains(
+                            pl.format(
+                                "(?i)(?:{}{}|{}{})", escaped, pl.lit(_BUTTON_AFTER), pl.lit(_BUTTON_BEFORE), escaped
+                            )
+                        )
                     )
-                )
-                .fill_null(False)
-            }
+                    .fill_null(False)
+                }
+            )
+            .with_columns(
+                **{
+                    f"{name}_kind": pl.when(blank_purposed).then(control_kind(purpose)).otherwise(kind),
+                    f"{name}_button": pl.col(f"{name}_button") | blank_purposed.fill_null(False),
+                    f"{name}_generic": generic & ~blank_purposed.fill_null(False),
+                }
+            )
         )
 
     said = texts.select(
@@ -943,6 +973,7 @@ def _with_model_words(features: pl.DataFrame) -> pl.DataFrame:
         words=raw.str.replace(r"\n[^\n]*\z", "").hash(),
         _quoted=pl.coalesce(*quoted),
         _purpose=raw.str.extract(_SAID_PURPOSE, 1),
+        _blank_purpose=pl.when(~raw.str.contains(_LATER_BLANK_PURPOSE)).then(raw.str.extract(_SAID_BLANK_PURPOSE, 1)),
         _bare=raw.str.extract(_SAID_BARE_TARGET, 1),
         moved=raw.str.contains(_SAID_MOVED_INTO_FOLDER),
     )
@@ -961,7 +992,7 @@ def _with_model_words(features: pl.DataFrame) -> pl.DataFrame:
             ),
             "named",
         ).drop("unquoted")
-    said = said.drop("raw_output", "_quoted", "_purpose", "_bare")
+    said = said.drop("raw_output", "_quoted", "_purpose", "_bare", "_blank_purpose")
     # a coordinate click's control is the name its words quote (`shown`); a selector-named target's also the
     # name they give unquoted (`named`: an agent reading a tree writes names as it reads them; on coordinate
     # logs unquoted names found no side effect the quoted ones missed and added a false one, `the delete icon`

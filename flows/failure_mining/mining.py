@@ -40,6 +40,8 @@ from flows.failure_mining.rewards import DEFAULT_WEIGHTS, RewardWeights, marked_
 from lake import Lake, utcnow
 from lake.schemas import schema_for
 
+# mining-15 (issue 15, seventeenth pass): "the last step" is this turn's; a button named, then clicked as "it";
+# an OK or Done given the change it makes right after it ("点击“OK”按钮确认保存");
 # mining-14 (issue 15, sixteenth pass): an Enter runs the command the turn before typed; a command retyped word for
 # word after an entry that did not fail is a retry, not a new side effect; git clone / init, tar c, office conversions;
 # mining-13 (issue 15, fifteenth pass): the unlock / home gesture retried between other tries is a loop;
@@ -52,7 +54,7 @@ from lake.schemas import schema_for
 # mining-5 (issue 15, sixth pass): cycles the model reports failing, agents' verdict words, unmapped actions
 # repeat, stepping controls, repeated typing needs two typings that did not take, links and bare Submits;
 # mining-4: first attempts, planned repeats, new content
-DETECTOR_VERSION = "mining-14"
+DETECTOR_VERSION = "mining-15"
 BATCH_STEPS = int(os.environ.get("FLYWHEEL_MINING_BATCH_STEPS", "2000000"))  # steps per mine-shard task
 MINERS = int(os.environ.get("FLYWHEEL_MINING_THREADS", "2"))  # batches mined at once by one `mine()`
 _SAFE = re.compile(r"[^A-Za-z0-9_.=-]+")

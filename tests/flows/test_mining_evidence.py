@@ -1112,6 +1112,34 @@ def test_a_save_or_create_the_words_call_a_button_is_a_side_effect_and_a_later_s
     assert _side_effects(steps) == {(lang, 0): "change" for lang in ("zh", "en", "fr", "ja")}
 
 
+def test_the_last_step_a_button_named_before_its_click_and_an_ok_given_its_purpose_are_read_from_the_words():
+    """mining-15: "最后一步" (the last step) is this turn's step, not a later one ("最后" alone, finally, is); a
+    button named first and then clicked as "it" ("有“Save”按钮，点击它") is the control clicked; a button
+    that names no change (OK, Done) makes the change the words give right after it ("点击“OK”按钮确认保存",
+    "click OK to delete"), unless that press is planned after another step ("选择后点击“OK”保存"). An OK with
+    no purpose, or a purpose that is not a change ("点击“OK”关闭对话框"), is no side effect."""
+    said = {
+        "last-step": ("change", "格式已选好。最后一步就是点击右上角的绿色“Save”按钮，完成保存。"),
+        "finally": (None, "点击“None”选项。最后点击“Save”按钮保存到桌面。"),
+        "named-first": ("change", "窗口右下角有“Save”按钮，点击它保存更改。"),
+        "named-first-this": ("change", "旁边有一个“Install”按钮，点击这个按钮就能安装该扩展。"),
+        "named-not-clicked": (None, "右下角有“Save”按钮。先点击输入框输入名称。"),
+        "ok-save": ("change", "已输入模板名称，需点击“OK”按钮确认保存该模板。"),
+        "done-save": ("change", "步骤：点击“Done”按钮，保存当前书签到“Liked Authors”文件夹。"),
+        "ok-delete": ("delete", "The dialog asks to confirm. Click OK to delete the file."),
+        "ok-later": (None, "需精准点击该红色块。选择后点击“OK”保存。"),
+        "ok-close": (None, "点击“OK”关闭对话框。"),
+        "ok-alone": (None, "点击“OK”按钮。"),
+    }
+    steps = frame(
+        *(
+            (k, [dict(step(click_at(700, 800), "s0", **BLIND), raw_output=f"{w}\nclick"), step(DONE, "s1", **BLIND)])
+            for k, (_, w) in said.items()
+        )
+    )
+    assert _side_effects(steps) == {(k, 0): kind for k, (kind, _) in said.items() if kind}
+
+
 def test_a_file_dragged_into_a_folder_and_a_rename_or_install_button_are_changes_from_the_words():
     """A drag the words say moves something into a folder is a file moved, in any of the languages; a drag
     inside a document (a slider, a selection) names no folder and is none. Rename, Install and Restore

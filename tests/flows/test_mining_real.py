@@ -866,11 +866,11 @@ def test_on_the_gbox_set_side_effects_meet_the_bar_and_loops_do_not():
     assert result["kinds"]["loop"]["findings"] <= 3, result["kinds"]["loop"]  # no flood of false loops either
 
 
-# What mining-14 measured on each labelled set: loop F1 and side-effect precision and recall at their floors, so a
+# What mining-15 measured on each labelled set: loop F1 and side-effect precision and recall at their floors, so a
 # rule that loses ground on any set fails here. The bar (loop F1 >= 0.85) is met on ABP, the three OE sets,
 # webtestpilot's two parts and android_world_mcp's ranks 78-111 (held out, scored once at mining-12 and once at
 # mining-13: 0.549 -> 0.854).
-MINING_14_FLOORS = {  # set: (loop F1, side-effect precision, side-effect recall), as mining-14 measured them
+MINING_15_FLOORS = {  # set: (loop F1, side-effect precision, side-effect recall), as mining-15 measured them
     "abp": (0.88, 0.80, 0.99),
     # (runs 0-1: the sign-up rule's two findings there are a Weiter on Google's form the labels of runs 3-7 and
     # of run 2 count, and a cookie banner's Accept pressed on GitHub's sign-up page)
@@ -879,7 +879,7 @@ MINING_14_FLOORS = {  # set: (loop F1, side-effect precision, side-effect recall
     "operator_evals_heldout": (0.87, 0.90, 0.99),
     "webarena_colorbrowser": (0.66, 0.94, 0.97),
     "webchorearena_colorbrowser": (0.72, 0.71, 0.96),
-    "osworld_verified": (0.75, 0.76, 0.65),
+    "osworld_verified": (0.75, 0.76, 0.69),
     "android_world_agents": (0.67, 0.99, 0.55),
     "webcanvas": (0.58, 0.84, 0.93),
     "gbox_webarena": (0.0, 0.65, 0.90),
@@ -893,15 +893,15 @@ MINING_14_FLOORS = {  # set: (loop F1, side-effect precision, side-effect recall
 }
 
 
-@pytest.mark.parametrize("name", sorted(MINING_14_FLOORS))
-def test_each_labelled_set_keeps_what_mining_14_measured(name):
+@pytest.mark.parametrize("name", sorted(MINING_15_FLOORS))
+def test_each_labelled_set_keeps_what_mining_15_measured(name):
     if known_set_data(name) is None:
         pytest.skip(f"the {name} set's data.jsonl is not here (tests/data/mining_eval/*.md say how to build it)")
-    loop_f1, side_p, side_r = MINING_14_FLOORS[name]
+    loop_f1, side_p, side_r = MINING_15_FLOORS[name]
     kinds = evaluate_set(known_set_data(name), KNOWN_SETS[name][2], split=False)["kinds"]
     assert (kinds["loop"]["f1"] or 0.0) >= loop_f1, kinds["loop"]
     assert kinds["side_effect"]["precision"] >= side_p and kinds["side_effect"]["recall"] >= side_r, kinds["side_effect"]
 
 
 def test_the_floors_name_every_known_set():
-    assert set(MINING_14_FLOORS) == set(KNOWN_SETS)
+    assert set(MINING_15_FLOORS) == set(KNOWN_SETS)
