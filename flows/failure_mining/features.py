@@ -355,6 +355,16 @@ _SAID_CLICKED = (
     rf"(?i){_QUOTED_NAME} (?:\w+ ){{0,2}}?(?:was|has been) (?:successfully )?(?:clicked|tapped|pressed)\b",
     # unquoted, as a narrator writes a name it read: "Clicked Save on the form", "Clicked on Delete"
     r"\b[Cc]licked (?:on )?(?:the )?(\p{Lu}[\p{L}-]*(?: \p{Lu}[\p{L}-]*){0,3})\b",
+    # "The Save button was found after scrolling, clicked", "the heart icon (Add to Wishlist) was clicked",
+    # "Clicked on the button that confirms the sort ('Save New Order')", "The task to click on the 'Delete'
+    # option ... is complete"
+    r"\b[Tt]he (\p{Lu}[\p{L}-]*(?: \p{Lu}[\p{L}-]*){0,3}) (?:button|link|icon|option) (?:was|has been) "
+    r"(?:(?:found|located|seen|shown)\b[^.!?\n,]{0,30}, )?(?:successfully )?(?:clicked|tapped|pressed)\b",
+    r"(?i)\b(?:button|icon|link|option)\b[^.!?\n(]{0,60}?\(['\"“‘]?([^)'\"”’\n]{1,40}?)['\"”’]?\)[^.!?\n]{0,20}?\b(?:was|has been)"
+    r" (?:successfully )?(?:clicked|tapped|pressed)\b",
+    r"(?i)\bclicked (?:on )?the (?:button|icon|link|option)\b[^.!?\n(]{0,60}?\(['\"“‘]?([^)'\"”’\n]{1,40}?)['\"”’]?\)",
+    rf"(?i)\btask (?:was )?to (?:\w+ ){{0,6}}?(?:click|tap|press) (?:on )?(?:the )?(?:\w+ ){{0,2}}?{_QUOTED_NAME}"
+    r"[^.!?\n]{0,80}?\b(?:is|was) (?:now )?(?:complete|completed|done)\b",
 )
 
 

@@ -41,7 +41,8 @@ from lake import Lake, utcnow
 from lake.schemas import schema_for
 
 # mining-15 (issue 15, seventeenth pass): "the last step" is this turn's; a button named, then clicked as "it";
-# an OK or Done given the change it makes right after it ("点击“OK”按钮确认保存");
+# an OK or Done given the change it makes right after it ("点击“OK”按钮确认保存"); a narrator's press named unquoted,
+# in brackets, or as a task done ("The task to click on the 'Delete' option ... is complete");
 # mining-14 (issue 15, sixteenth pass): an Enter runs the command the turn before typed; a command retyped word for
 # word after an entry that did not fail is a retry, not a new side effect; git clone / init, tar c, office conversions;
 # mining-13 (issue 15, fifteenth pass): the unlock / home gesture retried between other tries is a loop;

@@ -1520,6 +1520,31 @@ def test_the_narration_names_the_control_it_calls_a_button_and_a_link_navigates_
     assert _side_effects(steps) == {("button", 0): "change", ("clicking", 0): "delete", ("unquoted", 0): "change"}
 
 
+def test_the_narration_names_a_control_unquoted_in_brackets_or_as_a_task_done():
+    """mining-15: "The Save button was found after scrolling, clicked", "The heart icon (Add to Wishlist) was
+    clicked", "Clicked on the button that confirms the sort ('Save New Order')" and "The task to click on the
+    'Delete' option ... is complete" name the press; the same words denied ("was not clicked", "is not
+    complete") or naming a control that commits nothing (Next) do not."""
+    path = {"action": "left_click", "target": {"role": "element", "name": "/html/body/div[1]/form/div/button"}}
+
+    def verdict(words: str) -> dict:
+        return dict(_words(None, words), format_error="unmapped_action: finish")
+
+    said = {
+        "unquoted": "Step verdict: success. The Save button was found after scrolling, clicked, and a notice shown.",
+        "bracketed": "Step verdict: success. The heart icon (Add to Wishlist) was clicked, and a confirmation appeared.",
+        "after": "Step verdict: success. Clicked on the button that applies the sort selection ('Save New Order').",
+        "task": "Step verdict: success. The task to click on the 'Delete' option in the Actions menu is complete.",
+        "denied": "Step verdict: failure. The Save button was not clicked: the form is still open.",
+        "not-done": "Step verdict: failure. The task to click on the 'Delete' option is not complete.",
+        "next": "Step verdict: success. The Next button was clicked and page 2 is shown.",
+    }
+    steps = frame(*((name, [_words(path, None), verdict(words)]) for name, words in said.items()))
+    assert _side_effects(steps) == {
+        ("unquoted", 0): "change", ("bracketed", 0): "cart", ("after", 0): "change", ("task", 0): "delete"
+    }
+
+
 def test_reports_of_effects_and_clicks_in_hostile_words_stay_cheap_and_name_nothing_odd():
     """Untrusted words: long, quote-laden or repetitive outputs (polars' regex engine runs in linear time, with
     no backtracking to blow up) give no name longer than a control's, and a report buried in noise is still one."""
