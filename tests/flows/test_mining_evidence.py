@@ -1499,16 +1499,19 @@ def test_a_wordless_press_is_named_by_the_narration_after_it_unless_that_says_it
     assert _side_effects(steps) == {("save", 0): "change", ("restore", 0): "change"}
 
 
+def _narrated_presses(said: dict[str, str]) -> dict:
+    """The side effects of a wordless press on an XPath-named button, one trajectory per narration of it, each
+    narration the harness's verdict turn after the press (its action unmapped)."""
+    path = {"action": "left_click", "target": {"role": "element", "name": "/html/body/div[7]/div[2]/form/button"}}
+    verdict = {"format_error": "unmapped_action: finish"}
+    return _side_effects(frame(*((k, [_words(path, None), dict(_words(None, w), **verdict)]) for k, w in said.items())))
+
+
 def test_the_narration_names_the_control_it_calls_a_button_and_a_link_navigates_whatever_its_name():
     """mining-14: "The blue 'Save' button at the bottom of the 'Add new track' form was clicked" pressed Save
     (the name the words call a button wins over the form's), "by clicking 'Delete' in the menu" and "Clicked
     Save on the form" (unquoted, as read) name the press; "Clicked on 'Book' link in breadcrumb navigation" is
     a link named Book, which navigates (a link commits no booking, as a link's own name says, side_effects)."""
-    path = {"action": "left_click", "target": {"role": "element", "name": "/html/body/div[7]/div[2]/form/button"}}
-
-    def verdict(words: str) -> dict:
-        return dict(_words(None, words), format_error="unmapped_action: finish")
-
     said = {
         "button": "The blue 'Save' button at the bottom left of the 'Add new track' modal form was clicked as requested.",
         "clicking": "The task to delete the feature by clicking 'Delete' in the actions menu is complete.",
@@ -1516,8 +1519,7 @@ def test_the_narration_names_the_control_it_calls_a_button_and_a_link_navigates_
         "link": "Step verdict: success. Clicked on 'Book' link in breadcrumb navigation; navigated to the book page.",
         "breadcrumb": "Successfully navigated to the Book page by clicking on 'Book' in the breadcrumb navigation.",
     }
-    steps = frame(*((name, [_words(path, None), verdict(words)]) for name, words in said.items()))
-    assert _side_effects(steps) == {("button", 0): "change", ("clicking", 0): "delete", ("unquoted", 0): "change"}
+    assert _narrated_presses(said) == {("button", 0): "change", ("clicking", 0): "delete", ("unquoted", 0): "change"}
 
 
 def test_the_narration_names_a_control_unquoted_in_brackets_or_as_a_task_done():
@@ -1525,11 +1527,6 @@ def test_the_narration_names_a_control_unquoted_in_brackets_or_as_a_task_done():
     clicked", "Clicked on the button that confirms the sort ('Save New Order')" and "The task to click on the
     'Delete' option ... is complete" name the press; the same words denied ("was not clicked", "is not
     complete") or naming a control that commits nothing (Next) do not."""
-    path = {"action": "left_click", "target": {"role": "element", "name": "/html/body/div[1]/form/div/button"}}
-
-    def verdict(words: str) -> dict:
-        return dict(_words(None, words), format_error="unmapped_action: finish")
-
     said = {
         "unquoted": "Step verdict: success. The Save button was found after scrolling, clicked, and a notice shown.",
         "bracketed": "Step verdict: success. The heart icon (Add to Wishlist) was clicked, and a confirmation appeared.",
@@ -1539,8 +1536,7 @@ def test_the_narration_names_a_control_unquoted_in_brackets_or_as_a_task_done():
         "not-done": "Step verdict: failure. The task to click on the 'Delete' option is not complete.",
         "next": "Step verdict: success. The Next button was clicked and page 2 is shown.",
     }
-    steps = frame(*((name, [_words(path, None), verdict(words)]) for name, words in said.items()))
-    assert _side_effects(steps) == {
+    assert _narrated_presses(said) == {
         ("unquoted", 0): "change", ("bracketed", 0): "cart", ("after", 0): "change", ("task", 0): "delete"
     }
 
