@@ -1544,13 +1544,19 @@ def test_the_narration_names_a_control_unquoted_in_brackets_or_as_a_task_done():
 def test_reports_of_effects_and_clicks_in_hostile_words_stay_cheap_and_name_nothing_odd():
     """Untrusted words: long, quote-laden or repetitive outputs (polars' regex engine runs in linear time, with
     no backtracking to blow up) give no name longer than a control's, and a report buried in noise is still one."""
-    from flows.failure_mining.features import said_clicked_name, said_effect_kind
+    from flows.failure_mining.features import _SAID_BLANK_PURPOSE, said_clicked_name, said_effect_kind
 
-    hostile = pl.Series(["'" * 50_000, "clicked " * 20_000 + "'x", "has been " * 30_000 + "saved", "“" + "a" * 100_000])
+    hostile = pl.Series([
+        "'" * 50_000, "clicked " * 20_000 + "'x", "has been " * 30_000 + "saved", "“" + "a" * 100_000,
+        "The Save button was " * 20_000 + "clicked", "button (" * 30_000 + "x) was clicked",
+        "task to click " * 20_000 + "'x' is complete", "点击“OK”按钮" * 20_000 + "保存",
+    ])  # fmt: skip
     names = pl.select(said_clicked_name(pl.lit(hostile))).to_series()
     kinds = pl.select(said_effect_kind(pl.lit(hostile))).to_series()
+    purposes = pl.select(pl.lit(hostile).str.extract(_SAID_BLANK_PURPOSE, 1)).to_series()
     assert all(n is None or len(n) <= 60 for n in names)
     assert kinds.to_list()[2] == "change"
+    assert purposes.to_list()[-1] == "保存" and purposes.drop_nulls().len() == 1
 
 
 def test_names_cut_out_of_json_are_decoded_and_a_broken_escape_is_kept_as_it_was():
