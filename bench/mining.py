@@ -17,6 +17,11 @@ the time of a plain DuckDB scan that reads the same Parquet columns into Arrow (
 of mining time to that scan (the lake's writer puts a file's 1M rows in one row group, and DuckDB
 splits a Parquet scan by row groups). Precision and recall per kind against the injected faults are printed as a
 sanity check up to 2M steps. Timings on a shared machine move with its load: run it on a quiet one.
+
+Also printed: `floor_s`, what `mine()` would take if every detector and feature cost nothing - the same
+bookkeeping (pending, locate, batches), every batch's step files read on the same miner threads, and
+outputs of the size mining wrote (its own rows, batch by batch) committed on the same writer thread - and
+`floor_to_scan`, its ratio to the scan: no mining of these steps, and no change to the rules, can go below it.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import os
 import resource
 import shutil
 import subprocess
@@ -362,6 +368,33 @@ def measure(root: Path, quality_up_to: int = 2_000_000) -> dict:
     return out
 
 
+def io_floor(root: Path, mined_root: Path) -> dict:
+    """In a fresh process, on an unmined copy of the lake at `root`: `mine()`'s work without features and
+    detectors. The rows to write are those `mine()` wrote to `mined_root`, split by the batch that wrote them
+    (read before the clock starts); the reads and writes run on mine's threads (MINERS readers, one writer)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from flows.failure_mining import mining
+    from lake.store import BATCH_KEY
+
+    mined, lake = Lake(mined_root), Lake(root)
+    tables = ("failures", "step_rewards", "failure_seeds", "mined")
+    written = {t: pl.read_parquet([str(f) for f in mined.files(t)]) for t in tables}
+    keys = sorted(written["mined"][BATCH_KEY].unique().to_list())
+    outputs = [{t: written[t].filter(pl.col(BATCH_KEY) == k).drop(BATCH_KEY) for t in tables} for k in keys]
+    t0 = time.perf_counter()
+    files = mining.step_files(lake)
+    pending = mining.pending_trajectories(lake)
+    batches = mining.step_batches(lake, pending, mining.BATCH_STEPS, (files, mining.file_trajectories(lake, files)))
+    with ThreadPoolExecutor(max_workers=1) as writer, ThreadPoolExecutor(max_workers=mining.MINERS) as readers:
+        reads = [readers.submit(lambda f: mining.read_steps(lake, [f]).height, f) for b in batches for f in b.files]
+        writes = [writer.submit(mining._write_batch, lake, out, "floor", f"floor-{i}") for i, out in enumerate(outputs)]
+        read_rows = sum(done.result() for done in reads)
+        for done in writes:
+            done.result()
+    return {"floor_s": round(time.perf_counter() - t0, 2), "floor_steps": read_rows, "floor_batches": len(outputs)}
+
+
 def _child(*args: str) -> str:
     result = subprocess.run([sys.executable, __file__, *args], check=True, capture_output=True, text=True)
     return result.stdout.strip().splitlines()[-1]
@@ -376,6 +409,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--generate", type=int, help=argparse.SUPPRESS)  # child: write a lake of N steps
     parser.add_argument("--measure", action="store_true", help=argparse.SUPPRESS)  # child: mine the lake
     parser.add_argument("--scan", action="store_true", help=argparse.SUPPRESS)  # child: the DuckDB baseline
+    parser.add_argument("--floor", type=Path, help=argparse.SUPPRESS)  # child: the I/O floor, given the mined lake
     parser.add_argument("--into", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.generate:
@@ -397,6 +431,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.scan:
         print(json.dumps({"scan_s": round(duckdb_scan_seconds(Lake(args.into)), 2)}))
         return 0
+    if args.floor:
+        print(json.dumps(io_floor(args.into, args.floor)))
+        return 0
     if not args.steps:
         parser.error("give --steps N (repeatable)")
     workdir = args.keep or Path(tempfile.mkdtemp(prefix="bench-mining-"))
@@ -406,7 +443,12 @@ def main(argv: list[str] | None = None) -> int:
             shutil.rmtree(root, ignore_errors=True)
             generated = json.loads(_child("--generate", str(n), "--into", str(root)))
             scan = json.loads(_child("--scan", "--into", str(root)))["scan_s"]
+            unmined = workdir / f"lake-{n}-unmined"  # hard links: the floor's run starts from the same files
+            shutil.rmtree(unmined, ignore_errors=True)
+            shutil.copytree(root, unmined, copy_function=os.link)
             measured = json.loads(_child("--measure", "--into", str(root)))
+            floor = json.loads(_child("--floor", str(root), "--into", str(unmined)))
+            shutil.rmtree(unmined, ignore_errors=True)
             ratio = round(measured["mine_s"] / scan, 2)
             print(
                 json.dumps(
@@ -416,6 +458,8 @@ def main(argv: list[str] | None = None) -> int:
                         "scan_s": scan,
                         "ratio_to_scan": ratio,
                         **measured,
+                        "floor_s": floor["floor_s"],
+                        "floor_to_scan": round(floor["floor_s"] / scan, 2),
                     }
                 ),
                 flush=True,
