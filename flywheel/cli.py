@@ -528,9 +528,12 @@ def _export_sft(args: argparse.Namespace, console, root: str) -> int:
 
 def _eval_mining(args: argparse.Namespace) -> int:
     if args.real == KNOWN:
-        from flows.failure_mining.real_eval import evaluate_known_sets
+        from flows.failure_mining.real_eval import evaluate_known_sets, pooled, summary_table
 
-        print(json.dumps(evaluate_known_sets(), indent=1, default=str))
+        sets = evaluate_known_sets()
+        total = pooled(sets)
+        print(json.dumps({**sets, "pooled": total}, indent=1, default=str))
+        print(summary_table(sets, total), file=sys.stderr)  # the JSON is for tools; this is for the reader
         return 0
     if args.real is not None:
         from flows.failure_mining.real_eval import LABELS, evaluate_set

@@ -279,6 +279,15 @@ def _f1(p: float | None, r: float | None) -> float | None:
     return round(2 * p * r / (p + r), 4) if p + r else 0.0
 
 
+def _counted(findings: int, matched: int, labels: int, found: int) -> dict:
+    """The figures of one kind from its counts: `matched` findings overlap a label, `found` labels overlap a
+    finding. The counts are kept beside the ratios so that sets can be pooled exactly (`pooled`)."""
+    p = round(matched / findings, 4) if findings else None
+    r = round(found / labels, 4) if labels else None
+    return {"findings": findings, "labels": labels, "precision": p, "recall": r, "f1": _f1(p, r),
+            "matched": matched, "found": found}
+
+
 def _kind_scores(findings: pl.DataFrame, labels: pl.DataFrame) -> dict:
     """Per kind: findings, labels, precision, recall, F1 (a finding matches an overlapping label, +-1 step)."""
     out = {}
@@ -286,10 +295,39 @@ def _kind_scores(findings: pl.DataFrame, labels: pl.DataFrame) -> dict:
     for kind in KINDS:
         fk = findings.filter(pl.col("kind") == kind).select(cols)
         lk = labels.filter(pl.col("kind") == kind).select(cols)
-        p = round(_matched(fk, lk, TOLERANCE).mean(), 4) if fk.height else None
-        r = round(_matched(lk, fk, TOLERANCE).mean(), 4) if lk.height else None
-        out[kind] = {"findings": fk.height, "labels": lk.height, "precision": p, "recall": r, "f1": _f1(p, r)}
+        matched = int(_matched(fk, lk, TOLERANCE).sum()) if fk.height else 0
+        found = int(_matched(lk, fk, TOLERANCE).sum()) if lk.height else 0
+        out[kind] = _counted(fk.height, matched, lk.height, found)
     return out
+
+
+# Bands of a finding's confidence, each named and bounded above (the last one is not)
+CONFIDENCE_BANDS = (("< 0.7", 0.7), ("0.7-0.8", 0.8), ("0.8-0.9", 0.9), (">= 0.9", None))
+
+
+def _band(confidence: float) -> str:
+    return next(name for name, upper in CONFIDENCE_BANDS if upper is None or confidence < upper)
+
+
+def _by_confidence(findings: pl.DataFrame, labels: pl.DataFrame) -> dict:
+    """Per kind and band of the findings' own confidence: how many, and how many match a label - whether a
+    finding's confidence says how often findings like it are right. Findings are few: read in Python."""
+    cols = ["trajectory_id", "kind", "first_step", "last_step"]
+    out: dict = {}
+    for kind in KINDS:
+        fk = findings.filter(pl.col("kind") == kind)
+        hits = _matched(fk.select(cols), labels.filter(pl.col("kind") == kind).select(cols), TOLERANCE)
+        counts: dict[str, list[int]] = {}
+        for confidence, hit in zip(fk["confidence"].to_list(), hits.to_list()):
+            into = counts.setdefault(_band(confidence), [0, 0])
+            into[0], into[1] = into[0] + 1, into[1] + int(hit)
+        if counts:
+            out[kind] = {name: _band_figures(*counts[name]) for name, _ in CONFIDENCE_BANDS if name in counts}
+    return out
+
+
+def _band_figures(findings: int, matched: int) -> dict:
+    return {"findings": findings, "matched": matched, "precision": round(matched / findings, 4)}
 
 
 def _scores(findings: pl.DataFrame, label_frame: pl.DataFrame, steps: pl.DataFrame) -> dict:
@@ -310,6 +348,7 @@ def _scores(findings: pl.DataFrame, label_frame: pl.DataFrame, steps: pl.DataFra
         result["by_evidence_level"][level] = _kind_scores(
             findings.filter(pl.col("evidence_level") == level), label_frame
         )
+    result["by_confidence"] = _by_confidence(findings, label_frame)
     return result
 
 
@@ -370,3 +409,91 @@ def evaluate_known_sets() -> dict:
         else:
             out[name] = {"status": status, "data": str(data), **evaluate_set(data, labels, split=split)}
     return out
+
+
+def pooled(sets: dict) -> dict:
+    """The scored sets taken as one: per kind, per evidence level, for the loop baseline and per confidence
+    band, from each set's counts (a run scored in two sets with different labels counts in both)."""
+    scored = [s for s in sets.values() if "kinds" in s]
+
+    def total(pick) -> dict:
+        parts = [pick(s) for s in scored]
+        return _counted(*(sum(p[k] for p in parts) for k in ("findings", "matched", "labels", "found")))
+
+    def at_level(level: str, kind: str):  # a set with no finding at a level still brings its labels
+        return lambda s: s["by_evidence_level"].get(level, {}).get(kind) or _none_found(s, kind)
+
+    levels = sorted({level for s in scored for level in s["by_evidence_level"]})
+    baseline = f"loop: same action {BASELINE_REPEATS}x in a row"
+    bands: dict = {}
+    for kind in KINDS:
+        for name, _ in CONFIDENCE_BANDS:
+            counts = [s["by_confidence"].get(kind, {}).get(name) for s in scored]
+            counts = [c for c in counts if c]
+            if counts:
+                found = _band_figures(sum(c["findings"] for c in counts), sum(c["matched"] for c in counts))
+                bands.setdefault(kind, {})[name] = found
+    return {
+        "sets": len(scored),
+        "trajectories": sum(s["trajectories"] for s in scored),
+        "steps": sum(s["steps"] for s in scored),
+        "kinds": {kind: total(lambda s, k=kind: s["kinds"][k]) for kind in KINDS},
+        "by_evidence_level": {level: {k: total(at_level(level, k)) for k in KINDS} for level in levels},
+        "baselines": {baseline: total(lambda s: s["baselines"][baseline])},
+        "by_confidence": bands,
+    }
+
+
+def _none_found(scored: dict, kind: str) -> dict:
+    return {"findings": 0, "matched": 0, "labels": scored["kinds"][kind]["labels"], "found": 0}
+
+
+def _figures(c: dict | None, f1: bool = True) -> str:
+    if not c or c["precision"] is None and c["recall"] is None:
+        return "-"
+    shown = [c["precision"], c["recall"], *([c["f1"]] if f1 else [])]
+    return " / ".join("-" if v is None else f"{v:.3f}" for v in shown)
+
+
+def _read_or_blind(status: str) -> str:
+    """A set's SET_STATUS in a word: in-sample once its findings were read to choose rules, blind until then."""
+    read_words = ("read since", "read to choose", "misses read")
+    return "in-sample" if status.startswith("in-sample") or any(w in status for w in read_words) else "blind"
+
+
+def _row(name: str, runs: str, status: str, scored: dict) -> tuple[str, ...]:
+    base = scored["baselines"][f"loop: same action {BASELINE_REPEATS}x in a row"]["f1"]
+    loops, sides = _figures(scored["kinds"]["loop"]), _figures(scored["kinds"]["side_effect"], f1=False)
+    return (name, runs, status, loops, "-" if base is None else f"{base:.3f}", sides)
+
+
+def summary_table(sets: dict, total: dict) -> str:
+    """The sets side by side and pooled, as a reader wants them at the end of a run: loops' precision /
+    recall / F1 next to the same-action baseline's F1, side effects' precision / recall, then the pooled
+    figures per evidence level and whether a finding's confidence says how often findings like it are right."""
+    rows = [("set", "runs", "status", "loops P / R / F1", "baseline F1", "side effects P / R")]
+    for name, s in sets.items():
+        if "kinds" in s:
+            rows.append(_row(name, str(s["trajectories"]), _read_or_blind(s["status"]), s))
+        else:
+            rows.append((name, "-", "skipped", s.get("skipped", "")))
+    rows.append(_row("pooled", str(total["trajectories"]), f"{total['sets']} sets", total))
+    widths = [max(len(r[i]) for r in rows if len(r) > 4 or i < 3) for i in range(len(rows[0]))]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    loop, side = total["kinds"]["loop"], total["kinds"]["side_effect"]
+    levels = [
+        f"{level}: " + ", ".join(f"{k} {c['precision']:.3f} ({c['findings']})" for k, c in kinds.items() if c["findings"])
+        for level, kinds in total["by_evidence_level"].items()
+    ]
+    lines += [
+        "",
+        f"pooled: loops {loop['matched']} of {loop['findings']} findings right, {loop['found']} of {loop['labels']}"
+        f" labels found; side effects {side['matched']} of {side['findings']} right, {side['found']} of"
+        f" {side['labels']} found",
+        "by evidence level (pooled precision, findings): " + "; ".join(levels),
+    ]
+    for kind, per_band in total["by_confidence"].items():
+        bands = "; ".join(f"{band} {c['precision']:.3f} ({c['findings']})" for band, c in per_band.items())
+        lines.append(f"{kind} findings by their own confidence (pooled precision, findings): {bands}")
+    return "\n".join(lines)

@@ -83,6 +83,8 @@ def test_a_labelled_foreign_set_is_scored_per_kind_evidence_level_and_baseline(t
         "precision": 1.0,
         "recall": 1.0,
         "f1": None,
+        "matched": 1,  # the counts behind the ratios, for pooling sets exactly
+        "found": 1,
     }
     assert (
         result["kinds"]["side_effect"]["recall"] == 1.0 and result["kinds"]["side_effect"]["precision"] == 1.0
@@ -314,18 +316,50 @@ def test_without_a_path_the_cli_scores_every_known_set_that_is_here_and_names_th
     data, labels = _small_set(tmp_path)
     monkeypatch.setenv("FLYWHEEL_MINING_EVAL_OPERATOR", str(data))
     monkeypatch.delenv("FLYWHEEL_MINING_EVAL", raising=False)
-    monkeypatch.setitem(
-        real_eval.KNOWN_SETS, "operator_evals", ("FLYWHEEL_MINING_EVAL_OPERATOR", "x", labels, False)
-    )
-    monkeypatch.setitem(real_eval.KNOWN_SETS, "abp", ("FLYWHEEL_MINING_EVAL", "no-such-set", LABELS, True))
+    known = {  # these two only: the other sets' data may be on this machine (../shared/mining_eval)
+        "operator_evals": ("FLYWHEEL_MINING_EVAL_OPERATOR", "x", labels, False),
+        "abp": ("FLYWHEEL_MINING_EVAL", "no-such-set", LABELS, True),
+    }
+    monkeypatch.setattr(real_eval, "KNOWN_SETS", known)
     assert main(["eval", "mining", "--real"]) == 0
-    result = json.loads(capsys.readouterr().out)
+    out = capsys.readouterr()
+    result = json.loads(out.out)
     assert "FLYWHEEL_MINING_EVAL" in result["abp"]["skipped"]
     fresh = result["operator_evals"]
     assert fresh["kinds"]["loop"]["recall"] == 1.0 and "halves" not in fresh
     assert "loop: same action 3x in a row" in fresh["baselines"]
+    # pooled over the sets scored (the skipped one adds nothing), and a table for the reader on stderr
+    assert result["pooled"]["sets"] == 1 and result["pooled"]["kinds"] == fresh["kinds"]
+    table = out.err.splitlines()
+    assert table[0].split()[:2] == ["set", "runs"]
+    assert any(line.startswith("abp") and "skipped" in line for line in table)
+    assert any(line.startswith("pooled") and "1 sets" in line for line in table)
     # each set says how much it can still tell: blind, or in-sample since which rules read it
     assert result["abp"]["status"].startswith("in-sample") and fresh["status"] == real_eval.SET_STATUS["operator_evals"]
+
+
+def test_pooled_figures_are_those_of_the_sets_scored_as_one(tmp_path):
+    """Pooling adds counts, not ratios: two sets pooled score as the set holding both runs' data and labels."""
+    from flows.failure_mining.real_eval import pooled
+
+    data, labels = _small_set(tmp_path)
+    runs, label_lines = data.read_text().splitlines(), labels.read_text().splitlines()
+    parts = {}
+    for name, keep in (("first", [0]), ("rest", [1, 2])):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "data.jsonl").write_text("".join(runs[i] + "\n" for i in keep))
+        (tmp_path / name / "labels.jsonl").write_text("".join(label_lines[i] + "\n" for i in keep))
+        parts[name] = evaluate_set(tmp_path / name / "data.jsonl", tmp_path / name / "labels.jsonl", split=False)
+    parts["missing"] = {"status": "blind", "skipped": "no data.jsonl"}
+
+    total, whole = pooled(parts), evaluate_set(data, labels, split=False)
+
+    assert total["sets"] == 2 and total["steps"] == whole["steps"]
+    for kind in ("loop", "side_effect"):
+        assert total["kinds"][kind] == whole["kinds"][kind]
+        assert total["by_confidence"].get(kind) == whole["by_confidence"].get(kind)
+    assert total["by_evidence_level"] == whole["by_evidence_level"]  # a level's recall is over every label
+    assert total["baselines"] == {k: v for k, v in whole["baselines"].items() if k.startswith("loop")}
 
 
 def test_every_known_set_says_whether_its_findings_were_read():
