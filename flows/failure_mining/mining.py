@@ -110,12 +110,13 @@ class MiningSummary:
 # ---- what to mine -----------------------------------------------------------------------------------------
 
 
-def trajectory_context(con, where: str, params: dict | None = None) -> pl.DataFrame:
+def trajectory_context(con, where: str, params: dict | None = None, faults: bool = True) -> pl.DataFrame:
     """Trajectories matching `where` (SQL over `t`, the trajectories table) with what the detectors need to
     know about them: the sandbox (its manifest then decides what is sensitive), the latest verdict, the task's
     reference length in non-terminate actions, the instruction (the task's where the trajectory has none),
     `num_steps` and the simulator's `injected_faults_json`. The miner and `evaluation.evaluate` read the
-    same, so a lake scores as it is mined."""
+    same, so a lake scores as it is mined. Without `faults`, the faults column is not read (the miner never
+    needs it: 1M bench trajectories' faults are ~100 MB of strings)."""
     # a lake whose trajectory files all predate the instruction column has none: the task's then
     names = con.sql("SELECT * FROM trajectories LIMIT 0").columns
     instruction = "t.instruction" if "instruction" in names else "NULL"
@@ -126,7 +127,7 @@ def trajectory_context(con, where: str, params: dict | None = None) -> pl.DataFr
                           instruction AS task_instruction
                    FROM tasks)
         SELECT t.trajectory_id, t.task_id, t.sandbox, t.policy, t.num_steps, v.verdict, r.reference_len,
-               coalesce({instruction}, r.task_instruction) AS instruction, t.injected_faults_json
+               coalesce({instruction}, r.task_instruction) AS instruction{", t.injected_faults_json" if faults else ""}
         FROM trajectories t LEFT JOIN v USING (trajectory_id) LEFT JOIN r USING (task_id)
         WHERE {where}
     """
@@ -153,7 +154,7 @@ def pending_trajectories(
     }
     con = lake.connect()
     try:
-        return trajectory_context(con, where, params).drop("injected_faults_json")
+        return trajectory_context(con, where, params, faults=False)
     finally:
         con.close()
 
