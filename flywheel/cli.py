@@ -528,9 +528,14 @@ def _export_sft(args: argparse.Namespace, console, root: str) -> int:
 
 def _eval_mining(args: argparse.Namespace) -> int:
     if args.real == KNOWN:
-        from flows.failure_mining.real_eval import evaluate_known_sets, pooled, summary_table
+        from rich.console import Console
 
-        sets = evaluate_known_sets()
+        from flows.failure_mining.real_eval import evaluate_known_sets, pooled, summary_table
+        from flywheel.progress import LineProgress
+
+        console = Console(stderr=True)  # stdout is the JSON's
+        with _progress(console) if console.is_terminal else LineProgress(sys.stderr) as bar:
+            sets = evaluate_known_sets(progress=bar)
         total = pooled(sets)
         print(json.dumps({**sets, "pooled": total}, indent=1, default=str))
         print(summary_table(sets, total), file=sys.stderr)  # the JSON is for tools; this is for the reader

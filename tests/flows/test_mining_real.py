@@ -330,8 +330,9 @@ def test_without_a_path_the_cli_scores_every_known_set_that_is_here_and_names_th
     assert "loop: same action 3x in a row" in fresh["baselines"]
     # pooled over the sets scored (the skipped one adds nothing), and a table for the reader on stderr
     assert result["pooled"]["sets"] == 1 and result["pooled"]["kinds"] == fresh["kinds"]
-    table = out.err.splitlines()
-    assert table[0].split()[:2] == ["set", "runs"]
+    err = out.err.splitlines()
+    assert err[0].startswith("labelled sets: 0/2") and any(line.startswith("labelled sets: 2/2") for line in err)
+    table = err[next(i for i, line in enumerate(err) if line.split()[:2] == ["set", "runs"]) :]
     assert any(line.startswith("abp") and "skipped" in line for line in table)
     assert any(line.startswith("pooled") and "1 sets" in line for line in table)
     # each set says how much it can still tell: blind, or in-sample since which rules read it
