@@ -541,9 +541,13 @@ def _eval_mining(args: argparse.Namespace) -> int:
         print(summary_table(sets, total), file=sys.stderr)  # the JSON is for tools; this is for the reader
         return 0
     if args.real is not None:
-        from flows.failure_mining.real_eval import LABELS, evaluate_set
+        from flows.failure_mining.real_eval import LABELS, evaluate_set, pooled, status_of, summary_table
 
-        print(json.dumps(evaluate_set(args.real, args.labels or LABELS), indent=1, default=str))
+        labels = args.labels or LABELS
+        scored = {"status": status_of(args.real, labels), **evaluate_set(args.real, labels)}
+        print(json.dumps(scored, indent=1, default=str))
+        one = {args.real.name if args.real.name != "data.jsonl" else args.real.parent.name or "data": scored}
+        print(summary_table(one, pooled(one)), file=sys.stderr)  # the JSON is for tools; this is for the reader
         return 0
     from flows.failure_mining.evaluation import evaluate
     from lake import Lake

@@ -461,8 +461,30 @@ def _figures(c: dict | None, f1: bool = True) -> str:
     return " / ".join("-" if v is None else f"{v:.3f}" for v in shown)
 
 
+UNKNOWN_STATUS = "unknown: not a known set (KNOWN_SETS), so no one has said whether its findings were read"
+
+
+def status_of(data: str | Path, labels: str | Path) -> str:
+    """The SET_STATUS of the known set whose data and labels these files are; UNKNOWN_STATUS for any other."""
+    for name, (_, _, known_labels, _) in KNOWN_SETS.items():
+        known = known_set_data(name)
+        if known is not None and _same_file(known, data) and _same_file(known_labels, labels):
+            return SET_STATUS.get(name, UNKNOWN_STATUS)
+    return UNKNOWN_STATUS
+
+
+def _same_file(a: str | Path, b: str | Path) -> bool:
+    try:
+        return Path(a).samefile(b)
+    except OSError:
+        return False
+
+
 def _read_or_blind(status: str) -> str:
-    """A set's SET_STATUS in a word: in-sample once its findings were read to choose rules, blind until then."""
+    """A set's SET_STATUS in a word: in-sample once its findings were read to choose rules, blind until then
+    (unknown for a set given by path that is no known set)."""
+    if status.startswith("unknown"):
+        return "unknown"
     read_words = ("read since", "read to choose", "misses read")
     return "in-sample" if status.startswith("in-sample") or any(w in status for w in read_words) else "blind"
 
@@ -483,7 +505,9 @@ def summary_table(sets: dict, total: dict) -> str:
             rows.append(_row(name, str(s["trajectories"]), _read_or_blind(s["status"]), s))
         else:
             rows.append((name, "-", "skipped", s.get("skipped", "")))
-    rows.append(_row("pooled", str(total["trajectories"]), f"{total['sets']} sets", total))
+    pooling = len(sets) > 1  # a set given alone: its own row holds the figures
+    if pooling:
+        rows.append(_row("pooled", str(total["trajectories"]), f"{total['sets']} sets", total))
     widths = [max(len(r[i]) for r in rows if len(r) > 4 or i < 3) for i in range(len(rows[0]))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
@@ -494,12 +518,12 @@ def summary_table(sets: dict, total: dict) -> str:
     ]
     lines += [
         "",
-        f"pooled: loops {loop['matched']} of {loop['findings']} findings right, {loop['found']} of {loop['labels']}"
+        f"{'pooled' if pooling else 'in all'}: loops {loop['matched']} of {loop['findings']} findings right, {loop['found']} of {loop['labels']}"
         f" labels found; side effects {side['matched']} of {side['findings']} right, {side['found']} of"
         f" {side['labels']} found",
-        "by evidence level (pooled precision, findings): " + "; ".join(levels),
+        f"by evidence level ({'pooled ' if pooling else ''}precision, findings): " + "; ".join(levels),
     ]
     for kind, per_band in total["by_confidence"].items():
         bands = "; ".join(f"{band} {c['precision']:.3f} ({c['findings']})" for band, c in per_band.items())
-        lines.append(f"{kind} findings by their own confidence (pooled precision, findings): {bands}")
+        lines.append(f"{kind} findings by their own confidence ({'pooled ' if pooling else ''}precision, findings): {bands}")
     return "\n".join(lines)

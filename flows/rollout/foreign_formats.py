@@ -380,7 +380,8 @@ _TAG_ROLES = {
 
 def mind2web_step(step: dict, screen: Screen) -> ForeignStep:
     """`operation` ({"op": CLICK|TYPE|SELECT, "value"} or the op as text) on an element, given as
-    `element` ({"tag", "text"}) or by its `action_repr` ("[button] Search -> CLICK")."""
+    `element` ({"tag", "text"}) or by its `action_repr` ("[button] Search -> CLICK"); the model's words for
+    it, when the log has them, in `think`, `thought` or `reasoning`."""
     fields = _fields(step)
     repr_ = step.get("action_repr")
     m = _REPR.match(repr_) if isinstance(repr_, str) else None
@@ -398,10 +399,9 @@ def mind2web_step(step: dict, screen: Screen) -> ForeignStep:
         raise ForeignStepError(
             "missing_field:operation", "a Mind2Web step needs an operation (CLICK, TYPE, SELECT)"
         )
-    raw = (
-        repr_
-        if isinstance(repr_, str)
-        else json.dumps({"operation": op, "element": element}, ensure_ascii=False)
+    raw = _raw(
+        _reasoning(step, "think", "thought", "reasoning"),
+        repr_ if isinstance(repr_, str) else json.dumps({"operation": op, "element": element}, ensure_ascii=False),
     )
     target = Target(role=_TAG_ROLES.get(tag, tag or "generic"), name=text or None)
     name = name.upper()

@@ -119,7 +119,30 @@ def test_the_cli_prints_the_same_figures(tmp_path):
         env=os.environ | {"PYTHONPATH": str(ROOT)},
         check=True,
     )
-    assert json.loads(out.stdout)["kinds"]["loop"]["recall"] == 1.0
+    result = json.loads(out.stdout)
+    assert result["kinds"]["loop"]["recall"] == 1.0 and result["status"].startswith("unknown")
+    # the reader's table on stderr: the one set, no pooled row, and a status saying no one vouched for it
+    table = out.stderr.splitlines()
+    row = next(line.split() for line in table if line.startswith(data.parent.name))
+    assert row[1:3] == [str(result["trajectories"]), "unknown"]
+    assert row[3:8] == [f"{result['kinds']['loop']['precision']:.3f}", "/", "1.000", "/", f"{result['kinds']['loop']['f1']:.3f}"]
+    assert not any(line.startswith("pooled") for line in table)
+    assert any(line.startswith("in all: loops") for line in table)
+
+
+def test_a_known_sets_files_given_by_path_keep_its_status(tmp_path, monkeypatch):
+    import flows.failure_mining.real_eval as real_eval
+
+    data, labels = _small_set(tmp_path)
+    monkeypatch.setenv("FLYWHEEL_MINING_EVAL_OPERATOR", str(data))
+    monkeypatch.setattr(real_eval, "KNOWN_SETS", {"operator_evals": ("FLYWHEEL_MINING_EVAL_OPERATOR", "x", labels, False)})
+    assert real_eval.status_of(data, labels) == real_eval.SET_STATUS["operator_evals"]
+    assert real_eval.status_of(tmp_path / "." / data.name, labels) == real_eval.SET_STATUS["operator_evals"]
+    # the same runs scored against other labels are not that set
+    other = tmp_path / "other_labels.jsonl"
+    other.write_text(labels.read_text())
+    assert real_eval.status_of(data, other) == real_eval.UNKNOWN_STATUS
+    assert real_eval.status_of(tmp_path / "missing.jsonl", labels) == real_eval.UNKNOWN_STATUS
 
 
 def _public_set() -> Path | None:

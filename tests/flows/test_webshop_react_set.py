@@ -1,0 +1,182 @@
+"""The WebShop ReAct set (tests/data/mining_eval/WEBSHOP_REACT.md): the builder on a made-up notebook, and the
+Mind2Web form's words. Nothing here imports or runs a detector (the set is labelled blind; the lead measures it
+once): the importer is called directly."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.flows.labelled_sets import committed, imported
+
+# Printed as the notebook's `webshop_run` prints an episode, with the running score line after each
+EPISODE_0 = """-----------------
+0
+Action: reset
+Observation: 
+Webshop 
+Instruction:  
+i need a red mug, and price lower than 20.00 dollars 
+[Search] 
+
+Action: search[red mug]
+Observation: 
+[Back to Search] 
+Page 1 (Total results: 50) 
+[Next >] 
+[B01] 
+Red Mug 
+$9.99 
+
+Action: think[B01 is a red mug under 20 dollars. I can check it.]
+Observation: OK.
+
+Action: click[B01]
+Observation: 
+[Back to Search] 
+[< Prev] 
+size [small][large]
+Red Mug 
+[Buy Now] 
+
+Action: think[For a red mug, the item has options 'small' and 'large',
+Observation: OK.
+
+Action: think[I pick large.]
+Observation: OK.
+
+Action: click[large]
+Observation: You have clicked large.
+
+Action: click[Next >]
+Observation: Invalid action!
+
+Action: click[Buy Now]
+Observation: Your score (min 0.0, max 1.0): 1.0
+
+1 1.0 1.0 0.0
+-------------
+"""
+EPISODE_1 = """-----------------
+1
+Action: reset
+Observation: 
+Webshop 
+Instruction:  
+i want a blue pen 
+[Search] 
+
+Action: search[blue pen]
+Observation: 
+[Back to Search] 
+Page 1 (Total results: 50) 
+Action: an item list printed with a line that opens like an action is still this observation 
+
+Action: click[small]
+Observation: Invalid action!
+
+Action: exit[quit]
+Observation: Invalid action!
+
+2 0.5 0.5 0.0
+-------------
+"""
+
+
+def _notebook(tmp_path: Path) -> Path:
+    cells = [
+        {"cell_type": "markdown", "source": ["# ReAct"]},
+        {"cell_type": "code", "source": ["res1 = run_episodes(prompt1, 500)"], "outputs": [
+            {"output_type": "stream", "name": "stdout", "text": EPISODE_0.splitlines(keepends=True)},
+            {"output_type": "stream", "name": "stdout", "text": EPISODE_1},  # a string, not a list of lines
+            {"output_type": "execute_result", "data": {"text/plain": ["-----------------\n9\n"]}},
+        ]},
+    ]  # fmt: skip
+    work = tmp_path / "snapshot"
+    work.mkdir()
+    (work / "WebShop.ipynb").write_text(json.dumps({"cells": cells}))
+    return committed(work)
+
+
+def test_webshop_episodes_become_mind2web_steps_with_the_thoughts_before_each_action(tmp_path):
+    from flows.failure_mining.webshop_react_set import build_webshop_react_set
+
+    out = tmp_path / "data.jsonl"
+    assert (
+        build_webshop_react_set(_notebook(tmp_path), out, "HEAD") == 2
+    )  # the result cell's text is not printed output
+    first, second = map(json.loads, out.read_text().splitlines())
+    assert (first["task_id"], first["instruction"], first["ended"]) == (
+        "webshop/fixed_0", "i need a red mug, and price lower than 20.00 dollars", "terminated")  # fmt: skip
+    assert second["ended"] == "max_steps" and first["source"]["path"] == "WebShop.ipynb#episode-0"
+    assert first["source"]["license"] == "MIT"
+    assert [s["action_repr"] for s in first["steps"]] == [
+        "[searchbox] Search -> TYPE: red mug",
+        "[] B01 -> CLICK",
+        "[] large -> CLICK",
+        "[] Next > -> CLICK",
+        "[] Buy Now -> CLICK",
+    ]  # reset and the thoughts are not steps
+    thoughts = [s["think"] for s in first["steps"]]
+    assert thoughts[0] is None and thoughts[1] == "B01 is a red mug under 20 dollars. I can check it."
+    # a thought cut off by the model's token limit (no "]") and the one after it both go to the next action
+    assert thoughts[2] == "For a red mug, the item has options 'small' and 'large',\nI pick large."
+    assert [s["error"] for s in first["steps"]] == [None, None, None, "Invalid action!", None]
+    assert first["steps"][4]["observation"] == "Your score (min 0.0, max 1.0): 1.0"
+    # an observation line that happens to open with "Action: " but not at a step's start stays in it
+    assert [s["action_repr"] for s in second["steps"]] == [
+        "[searchbox] Search -> TYPE: blue pen",
+        "[] small -> CLICK",
+        "exit[quit]",
+    ]
+    assert second["steps"][2]["operation"] == "EXIT"
+    assert second["steps"][0]["observation"].endswith("is still this observation")
+
+    report, rows = imported(
+        out,
+        "SELECT raw_output, actions_json, format_error, error FROM steps ORDER BY trajectory_id, step_index",
+    )
+    assert (report.accepted, report.quarantined_total, report.steps) == (2, 0, 8)
+    by_raw = {raw: (json.loads(acts), fmt, err) for raw, acts, fmt, err in rows}
+    # the model's words reach raw_output before the action, as for the other formats
+    acts, _, _ = by_raw["B01 is a red mug under 20 dollars. I can check it.\n[] B01 -> CLICK"]
+    assert acts == [{"action": "left_click", "target": {"role": "generic", "name": "B01", "nth": 0}}]
+    typed, _, _ = by_raw["[searchbox] Search -> TYPE: red mug"]
+    assert (
+        typed[0]["action"] == "type"
+        and typed[0]["text"] == "red mug"
+        and typed[0]["target"]["role"] == "searchbox"
+    )
+    assert by_raw["[] Next > -> CLICK"][2] == "Invalid action!"
+    assert (
+        by_raw["exit[quit]"][1] == "unmapped_action: EXIT"
+    )  # kept, so the labels' step indices stay the source's
+
+
+def test_a_snapshot_without_the_notebook_is_refused_by_name(tmp_path):
+    import pytest
+
+    from flows.failure_mining.webshop_react_set import build_webshop_react_set
+
+    work = tmp_path / "snapshot"
+    work.mkdir()
+    (work / "README.md").write_text("no notebook")
+    with pytest.raises(ValueError, match="WebShop.ipynb"):
+        build_webshop_react_set(committed(work), tmp_path / "data.jsonl", "HEAD")
+
+
+def test_the_webshop_labels_cover_every_episode_once_with_steps_in_order():
+    from tests.flows.labelled_sets import ROOT, checked_labels
+
+    labels = ROOT / "tests" / "data" / "mining_eval" / "webshop_react_labels.jsonl"
+    records, ids, lengths = checked_labels(
+        labels, 500, (29, 465), "FLYWHEEL_MINING_EVAL_WEBSHOP_REACT", "webshop_react"
+    )
+    assert ids == {f"webshop/fixed_{n}" for n in range(500)}
+    # every purchase is an episode's last step, one per episode
+    buys = [rec for rec in records if rec["kind"] == "side_effect"]
+    assert len({rec["task_id"] for rec in buys}) == len(buys) and all(
+        rec["step"] == rec["last_step"] for rec in buys
+    )
+    if lengths is not None:
+        assert all(rec["step"] == lengths[rec["task_id"]] - 1 for rec in buys)
