@@ -138,6 +138,12 @@ KNOWN_SETS = {
         EVAL_DATA / "android_world_mcp_labels_rest.jsonl",
         False,
     ),
+    "webshop_react": (  # WEBSHOP_REACT.md; ReAct (text-davinci-002) on 500 WebShop tasks (ysymyth/ReAct), labelled blind
+        "FLYWHEEL_MINING_EVAL_WEBSHOP_REACT",
+        "webshop_react",
+        EVAL_DATA / "webshop_react_labels.jsonl",
+        False,
+    ),
 }
 # How much each set can still tell: every set was labelled blind (ABP excepted) and scored once before any rule
 # was chosen reading it; once its findings are read to choose rules it is in-sample, and its figures say how
@@ -160,6 +166,7 @@ SET_STATUS = {
     "android_world_mcp": "blind: labelled 2026-12-03 (helper 15o, ranks 0-27), scored once at mining-11; read since (mining-12, mining-13)",
     "android_world_mcp_late": "blind: ranks 28-77 labelled 2026-12-03 (helper 15p), scored once at mining-11 and once at mining-12",
     "android_world_mcp_rest": "blind: ranks 78-111 labelled 2026-12-03 (helper 15r), scored once at mining-12 and once at mining-13; pooled since (its misses not read)",
+    "webshop_react": "blind: labelled 2026-12-05 (helper-4), scored once at mining-15; its findings not read",
 }
 HALVES = ("tune", "held_out")
 
