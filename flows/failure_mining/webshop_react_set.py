@@ -21,8 +21,9 @@ importer reads (`action_repr`, `think`, `error`):
 - `search[q]` is `[searchbox] Search -> TYPE: q` (the store's search box, submitted);
 - `click[X]` is `[] X -> CLICK`: the log names the control by its text only, not its role (an item's id, an
   option, `Buy Now`, `< Prev`, `Back to Search`);
-- another action (`exit[...]`, a malformed one) is kept as it was printed, with its name as an operation
-  the importer keeps unmapped (`EXIT`, `UNPARSED`), so no step is lost;
+- an action the store does not have (`exit[...]`, `type[...]`, a search without brackets) is the model's own
+  mistake, which the store refuses: it is kept as a step in our own form, with no action and the format error
+  `unknown_action: <the action>` (as the BrowserGym reader marks a call it cannot read), so no step is lost;
 - `think[...]` is not a step of ours: its words become the `think` of the next action (several in a row are
   joined), as the model's reasoning for it;
 - `error` is "Invalid action!" when the store refused the action, else none; `observation` is the page text
@@ -42,10 +43,20 @@ from flows.failure_mining.snapshot import Snapshot, write_jsonl
 
 REPO = "ysymyth/ReAct"
 COMMIT = "6bdb3a1fd38b8188fc7ba4102969fe483df8fdc9"
-NOTEBOOK = "WebShop.ipynb"
 LICENSE = "MIT"
-POLICY = "react-text-davinci-002"
+# (notebook, the policy that ran it, the prefix of its episodes' task ids): the ReAct paper's own run
+NOTEBOOKS = (("WebShop.ipynb", "react-text-davinci-002", "webshop"),)
+# sbhambr1/react_brittleness (MIT, its LICENSE is ReAct's): the same harness and prompt rerun with three newer
+# models (REACT_BRITTLENESS.md); each notebook numbers its episodes from 100, so the prefix tells them apart
+BRITTLENESS_REPO = "sbhambr1/react_brittleness"
+BRITTLENESS_COMMIT = "d19b1fa3a803ee7b796e2595af2275bd1287027e"
+BRITTLENESS_NOTEBOOKS = (
+    ("WebShop_llama.ipynb", "react-llama-3.1-8b-instruct", "llama-3.1-8b"),
+    ("WebShop_instruct.ipynb", "react-gpt-3.5-turbo-instruct", "gpt-3.5-turbo-instruct"),
+    ("WebShop.ipynb", "react-gpt-3.5-turbo", "gpt-3.5-turbo"),
+)
 INVALID = "Invalid action!"
+UNKNOWN_ACTION_CHARS = 80  # of an action the store does not know, kept in its step's format error
 _EPISODE_RULE = re.compile(r"^-{17}\n(\d+)\n", re.M)  # 17 dashes and the episode's number open an episode
 _ACTION = re.compile(
     r"^Action: ([^\n]*)\nObservation:(.*?)(?=^Action: [^\n]*\nObservation:|^\d+ [\d.]+ [\d.]+ [\d.]+\n|\Z)",
@@ -55,27 +66,40 @@ _CALL = re.compile(r"^(\w+)\[(.*?)\]?$", re.S)  # the model's output was cut at 
 _INSTRUCTION = re.compile(r"Instruction:\s*(.*?)\s*\[Search\]", re.S)
 
 
-def build_webshop_react_set(git_dir: str | Path, out: str | Path, commit: str = COMMIT) -> int:
-    """data.jsonl from a snapshot of ysymyth/ReAct: every episode printed by WebShop.ipynb; returns the count."""
+def build_webshop_react_set(
+    git_dir: str | Path,
+    out: str | Path,
+    commit: str = COMMIT,
+    notebooks: tuple[tuple[str, str, str], ...] = NOTEBOOKS,
+    repo: str = REPO,
+) -> int:
+    """data.jsonl from a snapshot of ysymyth/ReAct (or a rerun of its harness: `notebooks`, `repo`): every
+    episode each notebook printed; returns the count."""
     with Snapshot(git_dir, commit) as snap:
-        notebook = snap.json(NOTEBOOK)
-        if not isinstance(notebook, dict):
-            raise ValueError(f"{REPO}@{commit}: no {NOTEBOOK} to read")
         records = []
-        for number, text in episodes(printed_output(notebook)):
-            record = episode(number, text)
-            if record["steps"]:
-                record["source"] = snap.source(REPO, f"{NOTEBOOK}#episode-{number}", LICENSE)
-                records.append(record)
+        for path, policy, prefix in notebooks:
+            notebook = snap.json(path)
+            if not isinstance(notebook, dict):
+                raise ValueError(f"{repo}@{commit}: no {path} to read")
+            for number, text in episodes(printed_output(notebook)):
+                record = episode(number, text, policy, prefix)
+                if record["steps"]:
+                    record["source"] = snap.source(repo, f"{path}#episode-{number}", LICENSE)
+                    records.append(record)
     return write_jsonl(out, records)
 
 
 def printed_output(notebook: dict) -> str:
-    """Every code cell's printed (stream) output, in order, as one text."""
+    """Every code cell's printed output (its stdout stream; warnings on stderr are not the harness's), in
+    order, as one text."""
     parts = []
     for cell in notebook.get("cells") or []:
         for output in cell.get("outputs") or [] if isinstance(cell, dict) else []:
-            if isinstance(output, dict) and output.get("output_type") == "stream":
+            if (
+                isinstance(output, dict)
+                and output.get("output_type") == "stream"
+                and output.get("name") == "stdout"
+            ):
                 text = output.get("text")
                 parts.append(
                     "".join(text) if isinstance(text, list) else text if isinstance(text, str) else ""
@@ -90,7 +114,9 @@ def episodes(printed: str) -> list[tuple[int, str]]:
     return [(int(m[1]), printed[m.end() : end]) for m, end in zip(starts, ends)]
 
 
-def episode(number: int, text: str) -> dict[str, Any]:
+def episode(
+    number: int, text: str, policy: str = NOTEBOOKS[0][1], prefix: str = NOTEBOOKS[0][2]
+) -> dict[str, Any]:
     """One printed episode as a data.jsonl record (see the module's doc)."""
     instruction, steps, thoughts, bought = None, [], [], False
     for m in _ACTION.finditer(text):
@@ -103,10 +129,10 @@ def episode(number: int, text: str) -> dict[str, Any]:
         if call and call[1] == "think":
             thoughts.append(call[2].strip())
             continue
+        said = "\n".join(thoughts) or None
         steps.append(
             {
-                **_operation(call, action),
-                "think": "\n".join(thoughts) or None,
+                **_step(call, action, said),
                 "error": INVALID if observation.startswith(INVALID) else None,
                 "observation": observation,
             }
@@ -116,18 +142,23 @@ def episode(number: int, text: str) -> dict[str, Any]:
             call is not None and call[1] == "click" and call[2] == "Buy Now" and not steps[-1]["error"]
         )
     return {
-        "task_id": f"webshop/fixed_{number}",
-        "policy": POLICY,
+        "task_id": f"{prefix}/fixed_{number}",
+        "policy": policy,
         "instruction": instruction,
         "ended": "terminated" if bought else "max_steps",
         "steps": steps,
     }
 
 
-def _operation(call: re.Match | None, action: str) -> dict[str, str]:
+def _step(call: re.Match | None, action: str, said: str | None) -> dict[str, Any]:
     if call and call[1] == "search":
-        return {"action_repr": f"[searchbox] Search -> TYPE: {call[2]}"}
+        return {"action_repr": f"[searchbox] Search -> TYPE: {call[2]}", "think": said}
     if call and call[1] == "click":
-        return {"action_repr": f"[] {call[2]} -> CLICK"}
-    # an operation the importer does not map (exit, a malformed action): kept as printed, unmapped
-    return {"action_repr": action, "operation": (call[1] if call else "unparsed").upper()}
+        return {"action_repr": f"[] {call[2]} -> CLICK", "think": said}
+    # no action of the store's (exit[...], type[...], a search without brackets): the model's own mistake, which
+    # the store refuses; kept in our own step form with no action and that format error, so no step is lost
+    return {
+        "actions": [],
+        "raw_output": f"{said}\n{action}" if said else action,
+        "format_error": f"unknown_action: {action[:UNKNOWN_ACTION_CHARS]}",
+    }

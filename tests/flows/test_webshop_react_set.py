@@ -75,7 +75,13 @@ Action: an item list printed with a line that opens like an action is still this
 Action: click[small]
 Observation: Invalid action!
 
+Action: think[I give up.]
+Observation: OK.
+
 Action: exit[quit]
+Observation: Invalid action!
+
+Action: search blue pen
 Observation: Invalid action!
 
 2 0.5 0.5 0.0
@@ -83,11 +89,17 @@ Observation: Invalid action!
 """
 
 
+CUT = EPISODE_0.index("Action: think[For a red mug")
+
+
 def _notebook(tmp_path: Path) -> Path:
     cells = [
         {"cell_type": "markdown", "source": ["# ReAct"]},
         {"cell_type": "code", "source": ["res1 = run_episodes(prompt1, 500)"], "outputs": [
-            {"output_type": "stream", "name": "stdout", "text": EPISODE_0.splitlines(keepends=True)},
+            {"output_type": "stream", "name": "stdout", "text": EPISODE_0[:CUT].splitlines(keepends=True)},
+            # a warning printed mid-episode (the kernel's stderr) is not part of the page
+            {"output_type": "stream", "name": "stderr", "text": "DeprecationWarning: invalid escape sequence\n"},
+            {"output_type": "stream", "name": "stdout", "text": EPISODE_0[CUT:]},
             {"output_type": "stream", "name": "stdout", "text": EPISODE_1},  # a string, not a list of lines
             {"output_type": "execute_result", "data": {"text/plain": ["-----------------\n9\n"]}},
         ]},
@@ -123,20 +135,26 @@ def test_webshop_episodes_become_mind2web_steps_with_the_thoughts_before_each_ac
     assert thoughts[2] == "For a red mug, the item has options 'small' and 'large',\nI pick large."
     assert [s["error"] for s in first["steps"]] == [None, None, None, "Invalid action!", None]
     assert first["steps"][4]["observation"] == "Your score (min 0.0, max 1.0): 1.0"
+    assert first["steps"][1]["observation"].endswith("Red Mug \n[Buy Now]")
     # an observation line that happens to open with "Action: " but not at a step's start stays in it
-    assert [s["action_repr"] for s in second["steps"]] == [
+    assert [s.get("action_repr") or s["raw_output"] for s in second["steps"]] == [
         "[searchbox] Search -> TYPE: blue pen",
         "[] small -> CLICK",
-        "exit[quit]",
+        "I give up.\nexit[quit]",
+        "search blue pen",
     ]
-    assert second["steps"][2]["operation"] == "EXIT"
+    # actions the store does not have are the model's mistakes, kept with no action and that format error
+    assert [(s.get("actions"), s.get("format_error")) for s in second["steps"][2:]] == [
+        ([], "unknown_action: exit[quit]"),
+        ([], "unknown_action: search blue pen"),
+    ]
     assert second["steps"][0]["observation"].endswith("is still this observation")
 
     report, rows = imported(
         out,
         "SELECT raw_output, actions_json, format_error, error FROM steps ORDER BY trajectory_id, step_index",
     )
-    assert (report.accepted, report.quarantined_total, report.steps) == (2, 0, 8)
+    assert (report.accepted, report.quarantined_total, report.steps) == (2, 0, 9)
     by_raw = {raw: (json.loads(acts), fmt, err) for raw, acts, fmt, err in rows}
     # the model's words reach raw_output before the action, as for the other formats
     acts, _, _ = by_raw["B01 is a red mug under 20 dollars. I can check it.\n[] B01 -> CLICK"]
@@ -148,9 +166,26 @@ def test_webshop_episodes_become_mind2web_steps_with_the_thoughts_before_each_ac
         and typed[0]["target"]["role"] == "searchbox"
     )
     assert by_raw["[] Next > -> CLICK"][2] == "Invalid action!"
-    assert (
-        by_raw["exit[quit]"][1] == "unmapped_action: EXIT"
-    )  # kept, so the labels' step indices stay the source's
+    # kept, so the labels' step indices stay the source's, as the agent's format errors (not our mapping's gap)
+    assert by_raw["I give up.\nexit[quit]"] == ([], "unknown_action: exit[quit]", "Invalid action!")
+    assert by_raw["search blue pen"][1] == "unknown_action: search blue pen"
+
+
+def test_reruns_of_the_harness_keep_each_notebooks_policy_and_tell_their_episodes_apart(tmp_path):
+    from flows.failure_mining.webshop_react_set import build_webshop_react_set
+
+    git_dir = _notebook(tmp_path)  # the same notebook read twice, as two models' runs
+    runs = (("WebShop.ipynb", "react-model-a", "model-a"), ("WebShop.ipynb", "react-model-b", "model-b"))
+    out = tmp_path / "data.jsonl"
+    assert build_webshop_react_set(git_dir, out, "HEAD", runs, "someone/rerun") == 4
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [(r["task_id"], r["policy"]) for r in records] == [
+        ("model-a/fixed_0", "react-model-a"),
+        ("model-a/fixed_1", "react-model-a"),
+        ("model-b/fixed_0", "react-model-b"),
+        ("model-b/fixed_1", "react-model-b"),
+    ]
+    assert records[0]["source"]["repo"] == "someone/rerun"
 
 
 def test_a_snapshot_without_the_notebook_is_refused_by_name(tmp_path):
