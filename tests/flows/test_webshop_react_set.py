@@ -215,3 +215,18 @@ def test_the_webshop_labels_cover_every_episode_once_with_steps_in_order():
     )
     if lengths is not None:
         assert all(rec["step"] == lengths[rec["task_id"]] - 1 for rec in buys)
+
+
+def test_the_react_brittleness_labels_cover_every_episode_once_with_steps_in_order():
+    from tests.flows.labelled_sets import ROOT, checked_labels
+
+    labels = ROOT / "tests" / "data" / "mining_eval" / "react_brittleness_labels.jsonl"
+    records, ids, lengths = checked_labels(
+        labels, 806, (333, 471), "FLYWHEEL_MINING_EVAL_REACT_BRITTLENESS", "react_brittleness"
+    )
+    prefixes = {task_id.split("/")[0] for task_id in ids}
+    assert prefixes == {"llama-3.1-8b", "gpt-3.5-turbo-instruct", "gpt-3.5-turbo"}
+    buys = [rec for rec in records if rec["kind"] == "side_effect"]
+    assert len({rec["task_id"] for rec in buys}) == len(buys)
+    if lengths is not None:  # every purchase ends its episode
+        assert all(rec["step"] == rec["last_step"] == lengths[rec["task_id"]] - 1 for rec in buys)
