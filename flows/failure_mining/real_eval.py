@@ -144,6 +144,12 @@ KNOWN_SETS = {
         EVAL_DATA / "webshop_react_labels.jsonl",
         False,
     ),
+    "react_brittleness": (  # REACT_BRITTLENESS.md; the same harness rerun with Llama 3.1 8B and GPT-3.5 (sbhambr1/react_brittleness), labelled blind
+        "FLYWHEEL_MINING_EVAL_REACT_BRITTLENESS",
+        "react_brittleness",
+        EVAL_DATA / "react_brittleness_labels.jsonl",
+        False,
+    ),
 }
 # How much each set can still tell: every set was labelled blind (ABP excepted) and scored once before any rule
 # was chosen reading it; once its findings are read to choose rules it is in-sample, and its figures say how
@@ -167,6 +173,7 @@ SET_STATUS = {
     "android_world_mcp_late": "blind: ranks 28-77 labelled 2026-12-03 (helper 15p), scored once at mining-11 and once at mining-12",
     "android_world_mcp_rest": "blind: ranks 78-111 labelled 2026-12-03 (helper 15r), scored once at mining-12 and once at mining-13; pooled since (its misses not read)",
     "webshop_react": "blind: labelled 2026-12-05 (helper-4), scored once at mining-15; its findings not read",
+    "react_brittleness": "blind: labelled 2026-12-05 (helper-6), scored once at mining-15; its findings not read",
 }
 HALVES = ("tune", "held_out")
 

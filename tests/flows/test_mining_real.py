@@ -949,6 +949,7 @@ MINING_15_FLOORS = {  # set: (loop F1, side-effect precision, side-effect recall
     "android_world_mcp_late": (0.81, 0.90, 0.76),
     "android_world_mcp_rest": (0.85, 0.71, 0.5),
     "webshop_react": (0.84, 0.99, 0.99),  # blind: scored once with mining-15 (2026-12-05), 0.849 / 1.0 / 1.0
+    "react_brittleness": (0.98, 0.99, 0.99),  # blind: scored once with mining-15 (2026-12-05), 0.985 / 1.0 / 1.0
 }
 
 
