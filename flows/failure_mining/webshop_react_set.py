@@ -14,7 +14,7 @@ text-davinci-002 shopping on WebShop's simulated store (`fixed_0` .. `fixed_499`
     <n+1> <mean score> <success rate> <failure rate>
     -------------
 
-with at most 15 actions an episode (the loop's cap), ending at `click[Buy Now]` (the purchase, answered with
+with at most 15 turns an episode (the loop's cap; thoughts count), ending at `click[Buy Now]` (the purchase, answered with
 "Your score (min 0.0, max 1.0): <r>"). `build_webshop_react_set` writes each episode in the Mind2Web form the
 importer reads (`action_repr`, `think`, `error`):
 
@@ -28,6 +28,9 @@ importer reads (`action_repr`, `think`, `error`):
   joined), as the model's reasoning for it;
 - `error` is "Invalid action!" when the store refused the action, else none; `observation` is the page text
   printed after the action (the importer ignores it; it is what a labeller reads).
+
+Reruns of the same harness print the same way: `BRITTLENESS_NOTEBOOKS` reads sbhambr1/react_brittleness's three
+(REACT_BRITTLENESS.md), each notebook's episodes with their own policy and task-id prefix.
 
 Step `i` is the episode's `i`-th action other than reset and think. The run's `ended` is `terminated` when it
 bought something, else `max_steps`. The notebook is parsed as JSON and never run.
