@@ -230,3 +230,30 @@ def test_the_react_brittleness_labels_cover_every_episode_once_with_steps_in_ord
     assert len({rec["task_id"] for rec in buys}) == len(buys)
     if lengths is not None:  # every purchase ends its episode
         assert all(rec["step"] == rec["last_step"] == lengths[rec["task_id"]] - 1 for rec in buys)
+
+
+def test_the_second_labeller_covers_the_gpt_3_5_episodes_once_and_agrees_as_reported():
+    from tests.flows.labelled_sets import ROOT
+
+    here = ROOT / "tests" / "data" / "mining_eval"
+    second = [json.loads(line) for line in (here / "react_brittleness_second_labeller.jsonl").read_text().splitlines()]
+    first = [json.loads(line) for line in (here / "react_brittleness_labels.jsonl").read_text().splitlines()]
+    ids = {rec["task_id"] for rec in second}
+    assert len(ids) == 406 and all(i.startswith(("gpt-3.5-turbo-instruct/", "gpt-3.5-turbo/")) for i in ids)
+    first = [rec for rec in first if rec["task_id"] in ids]
+    assert {rec["task_id"] for rec in first} == ids
+
+    def agreeing(labels, others, kind):
+        return sum(
+            any(
+                o["task_id"] == rec["task_id"] and o["kind"] == kind
+                and rec["step"] <= o["last_step"] + 1 and o["step"] <= rec["last_step"] + 1
+                for o in others
+            )
+            for rec in labels if rec["kind"] == kind
+        )  # fmt: skip
+
+    # REACT_BRITTLENESS.md: loops 68 of 68 and 68 of 69, purchases 332 both ways
+    assert [sum(rec["kind"] == "loop" for rec in s) for s in (first, second)] == [68, 69]
+    assert (agreeing(first, second, "loop"), agreeing(second, first, "loop")) == (68, 68)
+    assert agreeing(first, second, "side_effect") == agreeing(second, first, "side_effect") == 332
