@@ -257,3 +257,16 @@ def test_the_second_labeller_covers_the_gpt_3_5_episodes_once_and_agrees_as_repo
     assert [sum(rec["kind"] == "loop" for rec in s) for s in (first, second)] == [68, 69]
     assert (agreeing(first, second, "loop"), agreeing(second, first, "loop")) == (68, 68)
     assert agreeing(first, second, "side_effect") == agreeing(second, first, "side_effect") == 332
+
+
+def test_a_notebook_of_the_wrong_shape_gives_no_episode_and_no_crash():
+    from flows.failure_mining.webshop_react_set import episodes, printed_output
+
+    odd = [
+        {"cells": {"not": "a list"}},
+        {"cells": ["a string", 7, None, {"outputs": "text, not a list"}]},
+        {"cells": [{"outputs": [7, {"output_type": "stream", "name": "stdout", "text": 42}]}]},
+        {"cells": [{"outputs": [{"output_type": "stream", "name": "stdout", "text": ["no episode rule here\n"]}]}]},
+        {},
+    ]
+    assert [episodes(printed_output(nb)) for nb in odd] == [[], [], [], [], []]
