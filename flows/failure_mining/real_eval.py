@@ -410,7 +410,7 @@ def known_set_data(name: str) -> Path | None:
 def evaluate_known_sets(progress=None) -> dict:
     """Every known labelled set side by side (each with the same-action baseline); a set whose data is not
     here says so and how to get it. `progress`: a rich Progress (or flywheel.progress.LineProgress), advanced
-    a set at a time (the 17 parts take about a minute)."""
+    a set at a time (the 19 parts take about a minute)."""
     out = {}
     bar = progress.add_task("labelled sets", total=len(KNOWN_SETS)) if progress is not None else None
     for name, (variable, folder, labels, split) in KNOWN_SETS.items():
