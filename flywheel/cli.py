@@ -530,14 +530,20 @@ def _eval_mining(args: argparse.Namespace) -> int:
     if args.real == KNOWN:
         from rich.console import Console
 
-        from flows.failure_mining.real_eval import evaluate_known_sets, pooled, summary_table
+        from flows.failure_mining.real_eval import (
+            evaluate_known_sets,
+            pooled,
+            pooled_by_status,
+            summary_table,
+        )
         from flywheel.progress import LineProgress
 
         console = Console(stderr=True)  # stdout is the JSON's
         with _progress(console) if console.is_terminal else LineProgress(sys.stderr) as bar:
             sets = evaluate_known_sets(progress=bar)
         total = pooled(sets)
-        print(json.dumps({**sets, "pooled": total}, indent=1, default=str))
+        by_status = pooled_by_status(sets)
+        print(json.dumps({**sets, "pooled": total, "pooled_by_status": by_status}, indent=1, default=str))
         print(summary_table(sets, total), file=sys.stderr)  # the JSON is for tools; this is for the reader
         return 0
     if args.real is not None:

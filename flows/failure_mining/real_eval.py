@@ -464,6 +464,16 @@ def pooled(sets: dict) -> dict:
     }
 
 
+def pooled_by_status(sets: dict) -> dict:
+    """`pooled` of the blind sets and of the in-sample ones apart (and of sets of unknown status): how the rules
+    carry to logs no rule was chosen from, next to how well they fit the logs that were read."""
+    groups: dict[str, dict] = {}
+    for name, s in sets.items():
+        if "kinds" in s:
+            groups.setdefault(_read_or_blind(s["status"]), {})[name] = s
+    return {status: pooled(group) for status, group in sorted(groups.items())}
+
+
 def _none_found(scored: dict, kind: str) -> dict:
     return {"findings": 0, "matched": 0, "labels": scored["kinds"][kind]["labels"], "found": 0}
 
@@ -522,6 +532,10 @@ def summary_table(sets: dict, total: dict) -> str:
     pooling = len(sets) > 1  # a set given alone: its own row holds the figures
     if pooling:
         rows.append(_row("pooled", str(total["trajectories"]), f"{total['sets']} sets", total))
+        by_status = pooled_by_status(sets)
+        if len(by_status) > 1:  # blind and in-sample sets say different things: each pooled on its own too
+            for status, part in by_status.items():
+                rows.append(_row(f"pooled, {status}", str(part["trajectories"]), f"{part['sets']} sets", part))
     widths = [max(len(r[i]) for r in rows if len(r) > 4 or i < 3) for i in range(len(rows[0]))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))

@@ -353,6 +353,8 @@ def test_without_a_path_the_cli_scores_every_known_set_that_is_here_and_names_th
     assert "loop: same action 3x in a row" in fresh["baselines"]
     # pooled over the sets scored (the skipped one adds nothing), and a table for the reader on stderr
     assert result["pooled"]["sets"] == 1 and result["pooled"]["kinds"] == fresh["kinds"]
+    assert list(result["pooled_by_status"]) == ["in-sample"]  # one status here: no rows of its own below
+    assert result["pooled_by_status"]["in-sample"]["kinds"] == fresh["kinds"]
     err = out.err.splitlines()
     assert err[0].startswith("labelled sets: 0/2") and any(line.startswith("labelled sets: 2/2") for line in err)
     table = err[next(i for i, line in enumerate(err) if line.split()[:2] == ["set", "runs"]) :]
@@ -384,6 +386,27 @@ def test_pooled_figures_are_those_of_the_sets_scored_as_one(tmp_path):
         assert total["by_confidence"].get(kind) == whole["by_confidence"].get(kind)
     assert total["by_evidence_level"] == whole["by_evidence_level"]  # a level's recall is over every label
     assert total["baselines"] == {k: v for k, v in whole["baselines"].items() if k.startswith("loop")}
+
+
+def test_blind_and_in_sample_sets_are_also_pooled_apart(tmp_path):
+    from flows.failure_mining.real_eval import pooled, pooled_by_status, summary_table
+
+    data, labels = _small_set(tmp_path)
+    runs, label_lines = data.read_text().splitlines(), labels.read_text().splitlines()
+    sets = {}
+    for name, keep, status in (("read", [0], "in-sample: read since"), ("new", [1, 2], "blind: labelled, scored once")):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "data.jsonl").write_text("".join(runs[i] + "\n" for i in keep))
+        (tmp_path / name / "labels.jsonl").write_text("".join(label_lines[i] + "\n" for i in keep))
+        scored = evaluate_set(tmp_path / name / "data.jsonl", tmp_path / name / "labels.jsonl", split=False)
+        sets[name] = {"status": status, **scored}
+    apart = pooled_by_status(sets)
+    assert list(apart) == ["blind", "in-sample"]
+    assert apart["blind"]["kinds"] == sets["new"]["kinds"] and apart["in-sample"]["kinds"] == sets["read"]["kinds"]
+    table = summary_table(sets, pooled(sets)).splitlines()
+    rows = {line.split("  ")[0].strip(): line for line in table if line.startswith("pooled") and "  " in line}
+    assert set(rows) == {"pooled", "pooled, blind", "pooled, in-sample"}
+    assert "1 sets" in rows["pooled, blind"] and "2 sets" in rows["pooled"]
 
 
 def test_every_known_set_says_whether_its_findings_were_read():
