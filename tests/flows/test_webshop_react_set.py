@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from tests.flows.labelled_sets import committed, imported
 
 # Printed as the notebook's `webshop_run` prints an episode, with the running score line after each
@@ -189,8 +191,6 @@ def test_reruns_of_the_harness_keep_each_notebooks_policy_and_tell_their_episode
 
 
 def test_a_snapshot_without_the_notebook_is_refused_by_name(tmp_path):
-    import pytest
-
     from flows.failure_mining.webshop_react_set import build_webshop_react_set
 
     work = tmp_path / "snapshot"
@@ -232,16 +232,29 @@ def test_the_react_brittleness_labels_cover_every_episode_once_with_steps_in_ord
         assert all(rec["step"] == rec["last_step"] == lengths[rec["task_id"]] - 1 for rec in buys)
 
 
-def test_the_second_labeller_covers_the_gpt_3_5_episodes_once_and_agrees_as_reported():
+@pytest.mark.parametrize(
+    "name, episodes, prefixes, loops, agreed, purchases",
+    [
+        # REACT_BRITTLENESS.md: the GPT-3.5 episodes; loops 68 of 68 and 68 of 69, purchases 332 both ways
+        ("react_brittleness", 406, ("gpt-3.5-turbo-instruct/", "gpt-3.5-turbo/"), (68, 69), (68, 68), 332),
+        # WEBSHOP_REACT.md: every episode; loops 27 of 29 and 27 of 27, purchases 465 both ways
+        ("webshop_react", 500, ("webshop/",), (29, 27), (27, 27), 465),
+    ],
+)
+def test_a_second_labeller_covers_its_episodes_once_and_agrees_as_reported(
+    name, episodes, prefixes, loops, agreed, purchases
+):
     from tests.flows.labelled_sets import ROOT
 
     here = ROOT / "tests" / "data" / "mining_eval"
-    second = [json.loads(line) for line in (here / "react_brittleness_second_labeller.jsonl").read_text().splitlines()]
-    first = [json.loads(line) for line in (here / "react_brittleness_labels.jsonl").read_text().splitlines()]
-    ids = {rec["task_id"] for rec in second}
-    assert len(ids) == 406 and all(i.startswith(("gpt-3.5-turbo-instruct/", "gpt-3.5-turbo/")) for i in ids)
-    first = [rec for rec in first if rec["task_id"] in ids]
-    assert {rec["task_id"] for rec in first} == ids
+    second = [json.loads(line) for line in (here / f"{name}_second_labeller.jsonl").read_text().splitlines()]
+    first = [json.loads(line) for line in (here / f"{name}_labels.jsonl").read_text().splitlines()]
+    ids = [rec["task_id"] for rec in second if rec["kind"] is None] + [rec["task_id"] for rec in second if rec["kind"]]
+    assert len(set(ids)) == episodes and all(i.startswith(prefixes) for i in ids)
+    assert not {rec["task_id"] for rec in second if rec["kind"] is None} & {rec["task_id"] for rec in second if rec["kind"]}
+    assert all(rec["step"] <= rec["last_step"] for rec in second if rec["kind"])
+    first = [rec for rec in first if rec["task_id"] in set(ids)]
+    assert {rec["task_id"] for rec in first} == set(ids)
 
     def agreeing(labels, others, kind):
         return sum(
@@ -253,10 +266,9 @@ def test_the_second_labeller_covers_the_gpt_3_5_episodes_once_and_agrees_as_repo
             for rec in labels if rec["kind"] == kind
         )  # fmt: skip
 
-    # REACT_BRITTLENESS.md: loops 68 of 68 and 68 of 69, purchases 332 both ways
-    assert [sum(rec["kind"] == "loop" for rec in s) for s in (first, second)] == [68, 69]
-    assert (agreeing(first, second, "loop"), agreeing(second, first, "loop")) == (68, 68)
-    assert agreeing(first, second, "side_effect") == agreeing(second, first, "side_effect") == 332
+    assert tuple(sum(rec["kind"] == "loop" for rec in s) for s in (first, second)) == loops
+    assert (agreeing(first, second, "loop"), agreeing(second, first, "loop")) == agreed
+    assert agreeing(first, second, "side_effect") == agreeing(second, first, "side_effect") == purchases
 
 
 def test_a_notebook_of_the_wrong_shape_gives_no_episode_and_no_crash():
