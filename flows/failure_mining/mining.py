@@ -365,15 +365,8 @@ def failure_rows(
     )
 
 
-def seed_rows(failures: pl.DataFrame, features: pl.DataFrame, run_id: str, now: dt.datetime) -> pl.DataFrame:
-    """One seed per (task, kind, reason): the first occurrence's step context (url, action, the two actions
-    before it) and how often the weakness showed up in this batch. `failures` come sorted by trajectory
-    and step, so "first" is deterministic."""
-    return _seed_frame(_first_seeds(failures, features), run_id, now)
-
-
 def _first_seeds(failures: pl.DataFrame, features: pl.DataFrame) -> pl.DataFrame:
-    """`seed_rows` before shaping: per (task, kind, reason) in order of first occurrence, the first one's
+    """Seeds before shaping (`_seed_frame`): per (task, kind, reason) in order of first occurrence, the first one's
     sandbox, trajectory, steps, evidence and step context, and the occurrences."""
     first = (
         failures.lazy()
