@@ -47,7 +47,6 @@ COMMIT = "8ca970b85ab6141fb6edd715a2f91a7ad2ab93e1"
 LICENSE = "none stated"
 ROOT = "androidworld_mcp/run_results/"
 SCREEN = (1080, 2392)  # the phone's pixels (device_info; the server's echo of fractional clicks)
-SERVER = "mcp__wimb-device__"
 _UNMAPPED = ("ToolSearch", "Read", "Glob", "Grep", "TodoWrite", "WebFetch", "WebSearch", "AskUserQuestion", "Agent",
              "Task")  # fmt: skip
 
