@@ -244,9 +244,12 @@ def main(argv: list[str] | None = None) -> int:
     traj = sub.add_parser("trajectories", help="bring trajectories into the lake").add_subparsers(dest="traj_cmd", required=True)
     imp = traj.add_parser(
         "import",
-        help="import trajectories: our JSONL/Parquet schema, Qwen-CUA run directories, GUI-Odyssey episodes",
-        description="Formats are detected per path and documented in flows/rollout/IMPORT_FORMATS.md. Bad records go "
-        "to the quarantine table with a reason; importing the same input twice adds nothing.",
+        help="import trajectories: our JSONL/Parquet schema, other agents' logs (BrowserGym / AgentLab, Mind2Web, "
+        "AITW / AndroidControl, OpenAI and Anthropic computer-use transcripts), Qwen-CUA run directories, "
+        "GUI-Odyssey episodes",
+        description="Formats are detected per path (per step, for other agents' logs) and documented with examples in "
+        "flows/rollout/IMPORT_FORMATS.md. Bad records go to the quarantine table with a reason (its code is explained there); the rest "
+        "lands once, and importing the same input twice adds nothing. Then `flywheel run mine-failures` mines them.",
     )
     imp.add_argument("paths", nargs="+", type=Path)
 
