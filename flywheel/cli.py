@@ -70,6 +70,20 @@ def _prefect_env() -> str:
             "keeps one running for every run)")
 
 
+def _send_prefect_logs() -> None:
+    """Send a run's last log lines to the Prefect server while it is still up. An ephemeral server stops at
+    interpreter exit, before Prefect's log worker drains, and then every run ended on "--- Error logging to API
+    --- All connection attempts failed"."""
+    if "prefect" not in sys.modules:  # the run never got as far as Prefect
+        return
+    from prefect.logging.handlers import APILogWorker
+
+    try:
+        APILogWorker.drain_all(timeout=10)
+    except Exception as exc:  # noqa: BLE001 - the run's outcome stands; the logs are the server's copy only
+        print(f"note: the run's last log lines did not reach the Prefect server ({exc})", file=sys.stderr)
+
+
 def _cheap_checks(args: argparse.Namespace) -> list[str]:
     """What is wrong with the command line, found before Prefect is imported or started (a few ms)."""
     problems = []
@@ -327,7 +341,9 @@ def main(argv: list[str] | None = None) -> int:
     orphans.reap_orphans()  # what a SIGKILLed run left behind
     tag = orphans.claim()
     try:
-        return _dispatch(args)
+        code = _dispatch(args)
+        _send_prefect_logs()  # any command that ran a flow: before the ephemeral server stops at exit
+        return code
     except KeyboardInterrupt:
         print("interrupted; ending the processes this run started", file=sys.stderr)
         return 130

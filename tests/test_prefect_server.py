@@ -118,3 +118,15 @@ def test_runs_reuse_the_started_server_and_stop_ends_it(tmp_path):
     assert "stopped the server" in stopped.stdout
     assert not prefect_server.api_answers(f"http://127.0.0.1:{port}/api")
     assert _flywheel("server", "status", env=env).returncode == 1
+
+
+@pytest.mark.slow
+def test_a_run_on_an_ephemeral_server_ends_without_a_log_error(tmp_path):
+    """The ephemeral server stops at exit; the run's last logs must reach it first (they did not: every run ended
+    on "--- Error logging to API --- All connection attempts failed")."""
+    env = _env(tmp_path)
+    _land_one_trajectory(tmp_path / "lake")
+    mined = _flywheel("run", "mine-failures", env=env)
+    assert mined.returncode == 0 and "ephemeral Prefect server" in mined.stdout, mined.stdout + mined.stderr
+    assert "1 trajectories (3 steps) mined" in " ".join(mined.stdout.split()), mined.stdout
+    assert "Error logging to API" not in mined.stdout + mined.stderr, mined.stderr
