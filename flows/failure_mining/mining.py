@@ -63,6 +63,10 @@ _SAFE = re.compile(r"[^A-Za-z0-9_.=-]+")
 MINED_COUNTS = (*UNDECIDABLE_CHECKS, "missing_ui_tree", "missing_screenshot")
 
 
+# how the summary names the sandbox of imported runs: they come from no sandbox of ours (and have no manifest)
+NO_SANDBOX = "(none: imported)"
+
+
 @dataclass
 class MiningSummary:
     """What one mining run did: counts per kind, reason, sandbox and policy, and where its report is."""
@@ -88,12 +92,13 @@ class MiningSummary:
     def add(self, failures: pl.DataFrame, undecided: dict[str, int]) -> None:
         groups = failures.group_by("kind", "reason", "sandbox", "policy").len()  # one pass; few groups
         for kind, reason, sandbox, policy, n in groups.iter_rows():
-            for into, key in (
-                (self.by_kind, kind),
-                (self.by_sandbox, sandbox),
-                (self.by_policy, policy),
+            for into, key, missing in (
+                (self.by_kind, kind, "?"),
+                (self.by_sandbox, sandbox, NO_SANDBOX),
+                (self.by_policy, policy, "(none given)"),
             ):
-                into["?" if key is None else key] = into.get("?" if key is None else key, 0) + n
+                key = missing if key is None else key
+                into[key] = into.get(key, 0) + n
             key = None if kind is None or reason is None else f"{kind}/{reason}"
             self.by_reason[key] = self.by_reason.get(key, 0) + n
         self.undecidable = dict(Counter(self.undecidable) + Counter(undecided))

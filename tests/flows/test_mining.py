@@ -788,3 +788,19 @@ def test_the_flow_mines_shard_by_shard_as_prefect_tasks_and_agrees_with_mine(pre
         expected.trajectories, expected.steps, expected.failures, expected.by_reason)
     assert through_flow.query("SELECT count(*) AS n FROM mined") == [{"n": 3}]
     assert mine_failures(lake_root=str(through_flow.root))["trajectories"] == 0  # a rerun adds nothing
+
+
+def test_the_summary_names_runs_without_a_sandbox_or_policy_in_words():
+    from flows.failure_mining.mining import NO_SANDBOX, MiningSummary
+
+    summary = MiningSummary("m")
+    failures = pl.DataFrame(
+        {"trajectory_id": ["a", "b", "c"], "kind": ["loop"] * 3, "reason": ["exact_repeat"] * 3,
+         "sandbox": [None, None, "shop"], "policy": [None, "p", "p"]},
+        schema={"trajectory_id": pl.String, "kind": pl.String, "reason": pl.String, "sandbox": pl.String,
+                "policy": pl.String},
+    )  # fmt: skip
+    summary.add(failures, {})
+    assert summary.by_sandbox == {NO_SANDBOX: 2, "shop": 1} and NO_SANDBOX == "(none: imported)"
+    assert summary.by_policy == {"(none given)": 1, "p": 2}
+    assert "(none: imported)" in summary.markdown()
