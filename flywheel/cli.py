@@ -485,13 +485,16 @@ def _run_other(args: argparse.Namespace) -> int:
         console.print(Markdown(result["markdown"]))
         for e in result["errors"]:
             console.print(f"[red]error:[/] {e}")
-        console.print(f"Next: flywheel run judge   (lake: {root})")
+        console.print(f"Next: {_me()} run judge   (lake: {root})")
         return 0 if result["episodes"] or result["landed_before"] else 1  # a resumed run may have nothing left
     if args.flow == "mine-failures":
         from flows.failure_mining.flow import mine_failures
 
         result = mine_failures(policy=args.policy, since=args.since, lake_root=root)
         console.print(Markdown(result["markdown"]))
+        console.print(f"Next: {_me()} run export-sft --name NAME   (curated training data; lake: {root})\n"
+                      f"The failures, one query away:\n  {_me()} lake sql \"SELECT kind, reason, count(*) AS n "
+                      "FROM failures GROUP BY ALL ORDER BY n DESC\"", soft_wrap=True)
         return 0
     if args.flow == "explore":
         from flows.exploration.flow import explore
@@ -511,6 +514,7 @@ def _run_other(args: argparse.Namespace) -> int:
         from flows.judging.flow import judge
 
         console.print(Markdown(judge(lake_root=root)["markdown"]))
+        console.print(f"Next: {_me()} run mine-failures   (lake: {root})")
         return 0
     from flows.cycle.flow import cycle
 
