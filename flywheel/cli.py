@@ -274,6 +274,15 @@ def main(argv: list[str] | None = None) -> int:
     cur = sub.add_parser("curriculum", help="curriculum pools").add_subparsers(dest="cur_cmd", required=True)
     show = cur.add_parser("show", help="tasks per pool (active | monitoring | mastered) per policy, sandbox, family")
     show.add_argument("--policy")
+    upd = cur.add_parser(
+        "update",
+        help="recompute the pools from every verdict (run cycle does it each iteration; run this after rollout and judge)",
+        description="A task's pool follows its policy's success rate over the verdicts so far: below --low it is "
+        "monitoring, above --high mastered, in between active (what the policy can learn from now). Runs the "
+        "`curriculum` Prefect flow, then shows the pools.",
+    )
+    upd.add_argument("--low", type=float, default=0.2, help="success rate below which a task is monitoring (default 0.2)")
+    upd.add_argument("--high", type=float, default=0.8, help="success rate above which a task is mastered (default 0.8)")
 
     ev = sub.add_parser("eval", help="measure the flywheel's own detectors").add_subparsers(dest="eval_cmd", required=True)
     evm = ev.add_parser("mining", help="precision and recall per failure kind, as JSON")
@@ -674,9 +683,20 @@ def _curriculum(args: argparse.Namespace) -> int:
     from flows.curriculum.curriculum import pool_report
     from lake import Lake
 
-    rows = pool_report(Lake(), args.policy)
+    if args.cur_cmd == "update":
+        if not 0 <= args.low < args.high <= 1:
+            print(f"error: need 0 <= --low < --high <= 1, got --low {args.low} --high {args.high}", file=sys.stderr)
+            return 2
+        print(f"curriculum: on {_prefect_env()}…")
+        from flows.curriculum.flow import curriculum
+
+        moved = curriculum(lake_root=Lake().uri, low=args.low, high=args.high)["moved"]
+        print("tasks moved: " + (", ".join(f"{n} into {pool}" for pool, n in sorted(moved.items())) or "none"))
+        args.policy = None
+    rows = pool_report(Lake(), getattr(args, "policy", None))
     if not rows:
-        print("no pools yet: run `flywheel run cycle` (or rollout, judge) first")
+        print(f"no pools yet: pools come from verdicts; after `{_me()} run rollout` and `{_me()} run judge`, run "
+              f"`{_me()} curriculum update` (`{_me()} run cycle` does all three)")
         return 1
     _print_table(list(rows[0]), [tuple(r.values()) for r in rows])
     return 0

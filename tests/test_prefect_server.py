@@ -131,3 +131,31 @@ def test_a_run_on_an_ephemeral_server_ends_without_a_log_error(tmp_path):
     assert "1 trajectories (3 steps) mined" in " ".join(mined.stdout.split()), mined.stdout
     assert "run export-sft --name NAME" in mined.stdout and "FROM failures GROUP BY ALL" in mined.stdout  # what next
     assert "Error logging to API" not in mined.stdout + mined.stderr, mined.stderr
+
+
+def _land_verdicts(root, passes: dict[str, list[bool]]) -> None:
+    from lake import Lake, utcnow
+
+    lake = Lake(root)
+    lake.write("tasks", [{"task_id": t, "sandbox": "shop", "family": "cart", "status": "verified", "run_id": "s",
+                          "recorded_at": utcnow()} for t in passes], "s", 0)
+    lake.write("verdicts", [{"trajectory_id": f"{t}-{i}", "task_id": t, "sandbox": "shop", "policy": "p",
+                             "verdict": "pass" if ok else "failed", "run_id": "j", "recorded_at": utcnow()}
+                            for t, oks in passes.items() for i, ok in enumerate(oks)], "j", 0)
+
+
+@pytest.mark.slow
+def test_curriculum_update_puts_each_task_in_the_pool_its_success_rate_says(tmp_path):
+    env = _env(tmp_path)
+    empty = _flywheel("curriculum", "show", env=env)
+    assert empty.returncode == 1 and "curriculum update" in empty.stdout, empty.stdout  # says how pools come about
+    bad = _flywheel("curriculum", "update", "--low", "0.9", "--high", "0.1", env=env)
+    assert bad.returncode == 2 and "--low < --high" in bad.stderr and "prefect" not in bad.stdout.lower()
+    _land_verdicts(tmp_path / "lake", {"easy": [True, True], "hard": [False, False], "half": [True, False]})
+    updated = _flywheel("curriculum", "update", env=env)
+    assert updated.returncode == 0, updated.stdout + updated.stderr
+    assert "tasks moved: 1 into active, 1 into mastered, 1 into monitoring" in updated.stdout, updated.stdout
+    rows = [line.split() for line in updated.stdout.splitlines() if line.startswith("p ")]
+    assert [(r[3], r[4]) for r in rows] == [("active", "1"), ("mastered", "1"), ("monitoring", "1")], updated.stdout
+    again = _flywheel("curriculum", "update", "--low", "0.6", env=env)  # half now falls below the band
+    assert "tasks moved: 1 into monitoring" in again.stdout, again.stdout
