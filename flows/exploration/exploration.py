@@ -145,7 +145,7 @@ def explore_sandbox(
     for spec, r in results:
         if r.status == "verified":
             summary.verified += 1
-            summary.verified_in_empty_areas += not had.get(spec.params.get("area", spec.app_area))
+            summary.verified_in_empty_areas += reaches_an_empty_area(areas, spec, had)
         else:
             summary.rejected[r.reason] = summary.rejected.get(r.reason, 0) + 1
     after = measure(lake, manifest.name, areas)
@@ -154,6 +154,13 @@ def explore_sandbox(
     lake.write("coverage", coverage_rows(before, run_id, manifest.name, "before", now)
                + coverage_rows(after, run_id, manifest.name, "after", now), run_id, manifest.name)
     return summary
+
+
+def reaches_an_empty_area(areas: AppAreas, spec: TaskSpec, verified_before: dict[str, int]) -> bool:
+    """Whether a task touches an area that had no verified task: by the areas coverage measures it in (its
+    reference and verifier, as `measure` counts them), not by the area it was derived for. A candidate aimed at
+    an empty area whose steps land in covered ones covers nothing new."""
+    return any(not verified_before.get(key) for key in areas.task_areas(spec.reference, spec.verifier))
 
 
 def walk_transitions(walk: WalkResult, areas: AppAreas) -> list[Transition]:

@@ -194,6 +194,20 @@ def test_areas_come_from_the_source_and_tasks_map_onto_them(shop_manifest, lake)
     assert covered["POST /addresses/new"] == 1 and covered["table addresses"] == 1 and covered["POST /wishlist/new"] == 0
 
 
+def test_a_task_counts_as_new_coverage_by_the_areas_it_is_measured_in_not_the_one_it_was_aimed_at(shop_manifest):
+    from flows.exploration.exploration import reaches_an_empty_area
+
+    areas = AppAreas.from_source(shop_manifest)
+    verifier = {"template": "row_exists", "params": {"table": "addresses", "where": {"label": "Boathouse 7"}}}
+    # derived for the empty wishlist form, but its steps and verifier are the address form's
+    aimed_elsewhere = TaskSpec("shop", "c", "create", "POST /wishlist/new", "Add my boathouse", {"area": "POST /wishlist/new"},
+                               1, [], verifier, ADD_ADDRESS)
+    touched = areas.task_areas(ADD_ADDRESS, verifier)
+    assert not reaches_an_empty_area(areas, aimed_elsewhere, {key: 1 for key in touched} | {"POST /wishlist/new": 0})
+    assert reaches_an_empty_area(areas, aimed_elsewhere, {key: 1 for key in touched} | {"table addresses": 0})
+    assert reaches_an_empty_area(areas, aimed_elsewhere, {})  # nothing verified before: every area it touches is new
+
+
 def test_trajectories_and_mined_failures_count_towards_the_areas_they_touch(shop_manifest, lake):
     areas = AppAreas.from_source(shop_manifest)
     verifier = {"template": "row_exists", "params": {"table": "addresses", "where": {"label": "Boathouse 7"}}}
