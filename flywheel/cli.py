@@ -785,7 +785,7 @@ def _lake_command(args: argparse.Namespace, lake, duckdb) -> int:
     if args.format == "json":
         print(json.dumps([dict(zip(cols, r)) for r in rows], default=str, indent=1))
     elif args.format == "csv":
-        w = csv.writer(sys.stdout)
+        w = csv.writer(sys.stdout, lineterminator="\n")  # not RFC 4180's CRLF: shells read lines by \n
         w.writerow(cols)
         w.writerows(rows)
     else:
