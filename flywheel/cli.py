@@ -582,7 +582,16 @@ def _eval_mining(args: argparse.Namespace) -> int:
         from flows.failure_mining.real_eval import LABELS, evaluate_set, pooled, status_of, summary_table
 
         labels = args.labels or LABELS
-        scored = {"status": status_of(args.real, labels), **evaluate_set(args.real, labels)}
+        for what, path in (("data", args.real), ("labels", Path(labels))):
+            if not path.is_file():
+                print(f"error: no {what} file at {path}; give --real DATA.jsonl and --labels LABELS.jsonl "
+                      "(tests/data/mining_eval/*.md say how each known set is built)", file=sys.stderr)
+                return 2
+        try:
+            scored = {"status": status_of(args.real, labels), **evaluate_set(args.real, labels)}
+        except ValueError as exc:  # a label that is not one, or names no task of the data; a quarantined record
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
         print(json.dumps(scored, indent=1, default=str))
         one = {args.real.name if args.real.name != "data.jsonl" else args.real.parent.name or "data": scored}
         print(summary_table(one, pooled(one)), file=sys.stderr)  # the JSON is for tools; this is for the reader

@@ -130,6 +130,31 @@ def test_the_cli_prints_the_same_figures(tmp_path):
     assert any(line.startswith("in all: loops") for line in table)
 
 
+@pytest.mark.parametrize(
+    "label_line, said",
+    [
+        ('{"task_id": "nobody", "kind": "loop", "step": 1}', "line 2: task 'nobody' is not in the data"),
+        ('{"task_id": "stuck", "kind": "loop"}', "line 2: not a label (KeyError: 'step')"),
+        ('{"task_id": "stuck", "kind": "loops", "step": 1}', "line 2: kind 'loops' is none of loop, side_effect or null"),
+        ("stuck,loop,1", "line 2: not a label (JSONDecodeError"),
+        ('{"task_id": "stuck", "kind": "loop", "step": "two"}', "line 2: not a label (ValueError"),
+        ('["stuck", "loop", 1]', "line 2: not a label"),
+    ],
+)
+def test_a_bad_label_is_one_error_naming_its_line_and_the_shape(tmp_path, capsys, label_line, said):
+    from flywheel.cli import main
+
+    data, labels = _small_set(tmp_path)
+    good = labels.read_text().splitlines()
+    labels.write_text("\n".join([good[0], label_line, *good[1:]]) + "\n")
+    assert main(["eval", "mining", "--real", str(data), "--labels", str(labels)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"error: {labels}, {said}") and len(err.splitlines()) == 1, err
+    assert "not in the data" in said or '"kind": "loop" | "side_effect" | null' in err  # the shape, to fix it by
+    assert main(["eval", "mining", "--real", str(tmp_path / "none.jsonl"), "--labels", str(labels)]) == 2
+    assert "no data file at" in capsys.readouterr().err
+
+
 def test_a_known_sets_files_given_by_path_keep_its_status(tmp_path, monkeypatch):
     import flows.failure_mining.real_eval as real_eval
 
