@@ -465,6 +465,8 @@ def _me() -> str:
     import shutil
 
     here = Path(sys.argv[0])
+    if here.resolve() == Path(__file__).resolve():  # `python -m flywheel.cli`
+        return f"{sys.executable} -m flywheel.cli"
     if shutil.which("flywheel") == str(here.resolve()) or not here.parent.parts:
         return "flywheel"
     rel = os.path.relpath(here)
@@ -491,11 +493,11 @@ def _run_other(args: argparse.Namespace) -> int:
                                           profile=args.profile, all_tasks=args.all_tasks, budget=args.budget,
                                           recheck_every=args.recheck_every)
             rollout_flow.progress = None
-        console.print(Markdown(result["markdown"]))
-        for e in result["errors"]:
-            console.print(f"[red]error:[/] {e}")
-        console.print(f"Next: {_me()} run judge   (lake: {root})")
-        return 0 if result["episodes"] or result["landed_before"] else 1  # a resumed run may have nothing left
+        console.print(Markdown(result["markdown"]))  # its problems included, once
+        landed = result["episodes"] or result["landed_before"]  # a resumed run may have nothing left
+        if landed:
+            console.print(f"Next: {_me()} run judge   (lake: {root})")
+        return 0 if landed else 1
     if args.flow == "mine-failures":
         from flows.failure_mining.flow import mine_failures
 

@@ -159,3 +159,13 @@ def test_curriculum_update_puts_each_task_in_the_pool_its_success_rate_says(tmp_
     assert [(r[3], r[4]) for r in rows] == [("active", "1"), ("mastered", "1"), ("monitoring", "1")], updated.stdout
     again = _flywheel("curriculum", "update", "--low", "0.6", env=env)  # half now falls below the band
     assert "tasks moved: 1 into monitoring" in again.stdout, again.stdout
+
+
+@pytest.mark.slow
+def test_a_rollout_that_cannot_run_says_why_once_and_suggests_no_next_step(tmp_path):
+    out = _flywheel("run", "rollout", "--policy", "replay", "--sandbox", "todomvc", env=_env(tmp_path))  # nothing verified
+    text = " ".join((out.stdout + out.stderr).split())
+    assert out.returncode == 1, text
+    assert text.count("no verified tasks in the lake for this selection") == 1, text
+    assert "Next:" not in text, text
+    assert f"`{sys.executable} -m flywheel.cli server start`" in text, text  # how to call it, as it was called
