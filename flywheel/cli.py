@@ -601,7 +601,14 @@ def _eval_mining(args: argparse.Namespace) -> int:
     from flows.failure_mining.evaluation import evaluate
     from lake import Lake
 
-    print(json.dumps(evaluate(Lake(), args.labels), indent=1, default=str))
+    lake = Lake()
+    scored = evaluate(lake, args.labels)
+    if not scored["trajectories"]:  # nothing to score is no score: say what would give one
+        source = f"no trajectory of {args.labels} is" if args.labels else "no trajectory with the simulator's recorded faults is"
+        print(f"error: {source} in the lake at {lake.uri}; roll out a simulator (`--policy scripted-noisy` or `simulated-learner`) to score against its "
+              "faults, or score other agents' labelled runs with --real DATA.jsonl --labels LABELS.jsonl", file=sys.stderr)
+        return 1
+    print(json.dumps(scored, indent=1, default=str))
     return 0
 
 

@@ -804,3 +804,18 @@ def test_the_summary_names_runs_without_a_sandbox_or_policy_in_words():
     assert summary.by_sandbox == {NO_SANDBOX: 2, "shop": 1} and NO_SANDBOX == "(none: imported)"
     assert summary.by_policy == {"(none given)": 1, "p": 2}
     assert "(none: imported)" in summary.markdown()
+
+
+def test_eval_mining_on_a_lake_with_nothing_to_score_says_what_would_give_a_score(tmp_path, capsys, monkeypatch):
+    from flywheel.cli import main
+
+    lake = Lake(tmp_path / "lake")
+    monkeypatch.setenv("FLYWHEEL_LAKE", str(lake.root))  # --lake sets it for the process: restored after the test
+    _land(lake, "r1", {"imported": LOOPING})  # no recorded faults: runs from elsewhere
+    assert main(["--lake", str(lake.root), "eval", "mining"]) == 1
+    out = capsys.readouterr()
+    assert out.out == "" and "no trajectory with the simulator's recorded faults" in out.err and "--real" in out.err
+    _land(lake, "r2", {"simulated": LOOPING}, batch="c", injected_faults_json=json.dumps([{"kind": "loop", "step": 1}]))
+    assert main(["--lake", str(lake.root), "eval", "mining"]) == 0
+    scored = json.loads(capsys.readouterr().out)
+    assert scored["trajectories"] == 1 and scored["kinds"]["loop"]["recall"] == 1.0
