@@ -128,7 +128,7 @@ def test_a_run_on_an_ephemeral_server_ends_without_a_log_error(tmp_path):
     _land_one_trajectory(tmp_path / "lake")
     mined = _flywheel("run", "mine-failures", env=env)
     assert mined.returncode == 0 and "ephemeral Prefect server" in mined.stdout, mined.stdout + mined.stderr
-    assert "1 trajectories (3 steps) mined" in " ".join(mined.stdout.split()), mined.stdout
+    assert "1 trajectory (3 steps) mined" in " ".join(mined.stdout.split()), mined.stdout
     assert "run export-sft --name NAME" in mined.stdout and "FROM failures GROUP BY ALL" in mined.stdout  # what next
     assert "Error logging to API" not in mined.stdout + mined.stderr, mined.stderr
 

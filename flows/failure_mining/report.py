@@ -51,15 +51,19 @@ def _table(title: str, counts: dict[str, int], key: str) -> list[str]:
     ]
 
 
+def _many(n: int, one: str, more: str | None = None) -> str:
+    return f"{n:,} {one if n == 1 else more or one + 's'}"
+
+
 def summary_markdown(summary: MiningSummary) -> str:
     """A MiningSummary as markdown: totals, then counts per kind, reason, sandbox, policy and undecidable."""
     s = summary
     lines = [
         f"# mine-failures ({s.run_id}, detector {s.detector_version})",
         "",
-        f"{s.trajectories:,} trajectories ({s.steps:,} steps) mined in {s.seconds:.1f} s, "
-        f"{s.batches} batch(es): {s.failures:,} failures in {s.failed_trajectories:,} trajectories, "
-        f"{s.seeds:,} seeds.",
+        f"{_many(s.trajectories, 'trajectory', 'trajectories')} ({_many(s.steps, 'step')}) mined in {s.seconds:.1f} s, "
+        f"{_many(s.batches, 'batch', 'batches')}: {_many(s.failures, 'failure')} in "
+        f"{_many(s.failed_trajectories, 'trajectory', 'trajectories')}, {_many(s.seeds, 'seed')}.",
         "",
     ]
     if s.waiting:
