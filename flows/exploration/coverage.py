@@ -23,6 +23,8 @@ from sandboxes.manifest import SandboxManifest
 KINDS = ("screen", "action", "entity")
 IGNORED_PATHS = ("/health", "/static")
 FAILURE_RATE_TARGET = 0.5  # areas whose trajectories fail this often are explored too
+UNNAMED_FORM = "(no name)"  # a form with no label and no button name: a lone field sent with Enter
+UNKNOWN_PAGE = "(page not known)"  # a form submitted before any page of the task was opened
 
 
 @dataclass
@@ -118,8 +120,8 @@ class AppAreas:
                     if any(_label_regex(b).fullmatch(button) for b in f.buttons) and self._route_key(f) == a.key
                 ):
                     return a.key
-        name = form_label or button
-        return f"form {re.sub(r'[0-9]+', '#', name)} on {screen or '?'}"
+        name = re.sub(r"[0-9]+", "#", form_label or button) or UNNAMED_FORM  # an unlabelled field sent with Enter
+        return f"form {name} on {screen or UNKNOWN_PAGE}"
 
     def _route_key(self, form) -> str | None:
         route = self.model.route_for_action(form) if self.model else None
@@ -175,7 +177,17 @@ def explored_areas(lake: Lake, sandbox: str) -> list[tuple[str, str]]:
     if not lake.files("coverage"):
         return []
     rows = lake.query("SELECT DISTINCT area, area_kind FROM coverage WHERE sandbox = ? AND exists_from = 'exploration'", [sandbox])
-    return [(r["area"], r["area_kind"]) for r in rows]
+    return list(dict.fromkeys((current_area_name(r["area"]), r["area_kind"]) for r in rows))
+
+
+def current_area_name(key: str) -> str:
+    """An area key as this version names it: lakes of earlier versions hold `form  on /` for a form with no name
+    and `form X on ?` for one on a page not known."""
+    if key.startswith("form  on "):
+        key = f"form {UNNAMED_FORM} on {key.removeprefix('form  on ')}"
+    if key.startswith("form ") and key.endswith(" on ?"):
+        key = f"{key.removesuffix('?')}{UNKNOWN_PAGE}"
+    return key
 
 
 def measure(lake: Lake, sandbox: str, areas: AppAreas) -> list[AreaCoverage]:

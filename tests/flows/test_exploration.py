@@ -366,3 +366,19 @@ def test_a_transition_reached_through_earlier_submissions_asks_for_them_too():
     assert second.reference == [*add.path, *add.actions, *mark.actions]
     assert second.verifier["template"] == "js_state_matches"
     assert second.verifier["params"]["where"] == {"title": "Buy milk", "completed": True}
+
+
+def test_forms_with_no_name_or_page_are_named_in_words_and_old_lakes_keys_read_so(shop_manifest, lake):
+    from flows.exploration.coverage import explored_areas
+
+    areas = AppAreas.from_source(shop_manifest)
+    assert areas.action("", "", "/") == "form (no name) on /"
+    assert areas.action("", "", None) == "form (no name) on (page not known)"
+    assert areas.action("Search 2 items", "", None) == "form Search # items on (page not known)"
+    now = utcnow()
+    lake.write("coverage", [{"sandbox": "shop", "area": key, "area_kind": "action", "exists_from": "exploration",
+                             "phase": "after", "run_id": "x", "recorded_at": now}
+                            for key in ("form  on /", "form  on ?", "form Go on ?", "form (no name) on /")], "x", "shop")
+    assert sorted(explored_areas(lake, "shop")) == [  # an earlier version's names, read as this one's, once
+        ("form (no name) on (page not known)", "action"), ("form (no name) on /", "action"),
+        ("form Go on (page not known)", "action")]
