@@ -602,7 +602,14 @@ def _eval_mining(args: argparse.Namespace) -> int:
     from lake import Lake
 
     lake = Lake()
-    scored = evaluate(lake, args.labels)
+    if args.labels is not None and not Path(args.labels).is_file():
+        print(f"error: no labels file at {args.labels}", file=sys.stderr)
+        return 2
+    try:
+        scored = evaluate(lake, args.labels)
+    except ValueError as exc:  # a line that is not a label
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     if not scored["trajectories"]:  # nothing to score is no score: say what would give one
         source = f"no trajectory of {args.labels} is" if args.labels else "no trajectory with the simulator's recorded faults is"
         print(f"error: {source} in the lake at {lake.uri}; roll out a simulator (`--policy scripted-noisy` or `simulated-learner`) to score against its "

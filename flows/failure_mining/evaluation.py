@@ -17,7 +17,7 @@ within +-1 step. Precision = matched findings / findings; recall = matched label
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import polars as pl
@@ -77,24 +77,35 @@ def labels_from_faults(trajectories: pl.DataFrame) -> tuple[pl.DataFrame, list[s
     return _merge_loop_steps(labels), recorded["trajectory_id"].to_list()
 
 
+def label_lines(path: str | Path, id_key: str, kinds: tuple[str, ...]) -> Iterator[tuple[str, str, str | None, int, int]]:
+    """(where, id, kind, first step, last step) per line of a labels JSONL file ({id_key, "kind", "step"[,
+    "last_step"]}; kind null marks a run with no label, its steps -1). A line that is no such label is a
+    ValueError naming the file, the line and the shape."""
+    shape = f'a label is one JSON line: {{"{id_key}": ..., "kind": {" | ".join(map(json.dumps, kinds))} | null, "step": N, "last_step": M}}'
+    for number, line in enumerate(Path(path).read_text().splitlines(), 1):
+        if not line.strip():
+            continue
+        where = f"{path}, line {number}"
+        try:
+            rec = json.loads(line)
+            key, kind = rec[id_key], rec.get("kind")
+            first = int(rec["step"]) if kind else -1
+            last = int(rec.get("last_step", first)) if kind else -1
+        except (json.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise ValueError(f"{where}: not a label ({type(exc).__name__}: {exc}); {shape}") from None
+        if kind not in (*kinds, None):
+            raise ValueError(f"{where}: kind {kind!r} is none of {', '.join(kinds)} or null; {shape}")
+        yield where, key, kind, first, last
+
+
 def labels_from_jsonl(path: str | Path) -> tuple[pl.DataFrame, list[str]]:
     """Labels from a JSONL file of {trajectory_id, kind, step[, last_step]}; kind null marks a clean one."""
     rows, ids = [], []
-    for line in Path(path).read_text().splitlines():
-        if not line.strip():
-            continue
-        rec = json.loads(line)
-        ids.append(rec["trajectory_id"])
-        if rec.get("kind"):
-            step = int(rec["step"])
-            rows.append(
-                {
-                    "trajectory_id": rec["trajectory_id"],
-                    "kind": FAULT_KINDS.get(rec["kind"], rec["kind"]),
-                    "first_step": step,
-                    "last_step": int(rec.get("last_step", step)),
-                }
-            )
+    for _, trajectory_id, kind, first, last in label_lines(path, "trajectory_id", tuple(dict.fromkeys((*KINDS, *FAULT_KINDS)))):
+        ids.append(trajectory_id)
+        if kind:
+            rows.append({"trajectory_id": trajectory_id, "kind": FAULT_KINDS.get(kind, kind), "first_step": first,
+                         "last_step": last})
     return _merge_loop_steps(pl.DataFrame(rows, schema=LABEL_SCHEMA)), sorted(set(ids))
 
 

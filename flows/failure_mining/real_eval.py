@@ -26,14 +26,12 @@ from pathlib import Path
 import polars as pl
 
 from flows.failure_mining.detectors import detect_all
-from flows.failure_mining.evaluation import TOLERANCE, _matched
+from flows.failure_mining.evaluation import TOLERANCE, _matched, label_lines
 from flows.failure_mining.features import attach_trajectories, step_features
 from flows.failure_mining.snapshot import Snapshot, write_jsonl
 from lake import Lake
 
 KINDS = ("loop", "side_effect")
-LABEL_SHAPE = ('a label is one JSON line: {"task_id": ..., "kind": "loop" | "side_effect" | null, "step": N, '
-               '"last_step": M} (tests/data/mining_eval/LABELLING.md)')
 BASELINE_REPEATS = 3
 ABP_REPO = "theredsix/abp-online-mind2web-results"
 ABP_VIEWPORT = {"width": 1280, "height": 900}
@@ -239,19 +237,7 @@ def labels_for(frames: dict[str, pl.DataFrame], labels: str | Path) -> tuple[pl.
     """Labels keyed by the source's task_id, as (trajectory_id, kind, first_step, last_step)."""
     ids = dict(frames["trajectories"].select("task_id", "trajectory_id").iter_rows())
     rows, named = [], []
-    for number, line in enumerate(Path(labels).read_text().splitlines(), 1):
-        if not line.strip():
-            continue
-        where = f"{labels}, line {number}"
-        try:
-            rec = json.loads(line)
-            task_id, kind = rec["task_id"], rec.get("kind")
-            first = int(rec["step"]) if kind else None
-            last = int(rec.get("last_step", first)) if kind else None
-        except (json.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise ValueError(f"{where}: not a label ({type(exc).__name__}: {exc}); {LABEL_SHAPE}") from None
-        if kind not in (*KINDS, None):
-            raise ValueError(f"{where}: kind {kind!r} is none of {', '.join(KINDS)} or null; {LABEL_SHAPE}")
+    for where, task_id, kind, first, last in label_lines(labels, "task_id", KINDS):
         if task_id not in ids:
             raise ValueError(f"{where}: task {task_id!r} is not in the data (labels name the data's own task_id)")
         named.append(ids[task_id])

@@ -815,6 +815,12 @@ def test_eval_mining_on_a_lake_with_nothing_to_score_says_what_would_give_a_scor
     assert main(["--lake", str(lake.root), "eval", "mining"]) == 1
     out = capsys.readouterr()
     assert out.out == "" and "no trajectory with the simulator's recorded faults" in out.err and "--real" in out.err
+    for line, said in (('{"trajectory_id": "imported", "kind": "loops", "step": 1}', "kind 'loops' is none of loop"),
+                       ('{"kind": "loop", "step": 1}', "not a label (KeyError: 'trajectory_id')")):
+        (tmp_path / "labels.jsonl").write_text(f'{{"trajectory_id": "imported", "kind": null}}\n{line}\n')
+        assert main(["--lake", str(lake.root), "eval", "mining", "--labels", str(tmp_path / "labels.jsonl")]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"error: {tmp_path / 'labels.jsonl'}, line 2: {said}") and '"step": N' in err, err
     _land(lake, "r2", {"simulated": LOOPING}, batch="c", injected_faults_json=json.dumps([{"kind": "loop", "step": 1}]))
     assert main(["--lake", str(lake.root), "eval", "mining"]) == 0
     scored = json.loads(capsys.readouterr().out)
