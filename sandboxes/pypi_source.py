@@ -35,7 +35,9 @@ def fetch(requirements: list[str]) -> Path:
     Python that installed them, so a folder cached by another checkout's venv, since moved or deleted, would
     start nothing ("django-admin: not found", exit 127)."""
     lines = [check_requirement(r) for r in requirements]
-    interpreter = os.path.realpath(sys.executable)
+    # the path the scripts' `#!` lines will name, as it is: not resolved, since every venv's python is a symlink
+    # to the one base interpreter, and resolved they all shared one folder (scripts naming /check/.../python)
+    interpreter = os.path.abspath(sys.executable)
     key = hashlib.sha256("\n".join([*sorted(lines), interpreter]).encode()).hexdigest()[:16]
     folder = cache_root() / "pypi" / key
     if (folder / "requirements.txt").exists():

@@ -2,6 +2,8 @@
 here: CI reaches no git host), `subdir` for every source kind, PyPI pins, the `[auth]` table, and
 sandbox folders outside sandboxes/."""
 
+import os
+
 import git
 import pytest
 
@@ -154,6 +156,16 @@ def test_pypi_installs_are_cached_per_interpreter_whose_path_their_scripts_name(
     here, again = pypi_source.fetch(pins), pypi_source.fetch(pins)
     assert gone != here == again and gone.is_dir() and here.is_dir()
     assert installs == ["/gone/venv/bin/python", str(tmp_path / "venv" / "bin" / "python")]
+    # two venvs' pythons are symlinks to one base interpreter: their scripts name the venv's path, so two folders
+    links = [tmp_path / f"venv{n}" / "bin" / "python" for n in (1, 2)]
+    for link in links:
+        link.parent.mkdir(parents=True)
+        link.symlink_to(os.path.realpath(sys._base_executable))  # the one interpreter both venvs run
+    folders = []
+    for link in links:
+        monkeypatch.setattr(sys, "executable", str(link))
+        folders.append(pypi_source.fetch(pins))
+    assert folders[0] != folders[1] and installs[-2:] == [str(link) for link in links]
 
 
 def test_auth_table_is_validated(tmp_path):
